@@ -1,0 +1,230 @@
+// Package billing is hookinbox's built-in example domain, the seed article's: Stripe
+// invoice events applied as state transitions over invoices, a payment booked once in
+// ledger_entries, and a downstream notification written to the outbox in the same
+// transaction.
+//
+// Every handler converges: the same fact delivered twice, under a second event id
+// (invoice.paid and invoice.payment_succeeded for one payment), or in any order, ends
+// in the same state. Nothing orders events by their created timestamp.
+//
+//	billing.Register(inbox, "billing")
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox"
+)
+
+// Event types the billing handlers apply.
+const (
+	TypeInvoiceCreated             = "invoice.created"
+	TypeInvoiceFinalized           = "invoice.finalized"
+	TypeInvoicePaid                = "invoice.paid"
+	TypeInvoicePaymentSucceeded    = "invoice.payment_succeeded"
+	TypeInvoiceVoided              = "invoice.voided"
+	TypeInvoiceMarkedUncollectible = "invoice.marked_uncollectible"
+)
+
+// Types lists every event type Register handles.
+var Types = []string{
+	TypeInvoiceCreated, TypeInvoiceFinalized, TypeInvoicePaid,
+	TypeInvoicePaymentSucceeded, TypeInvoiceVoided, TypeInvoiceMarkedUncollectible,
+}
+
+// Anomaly kinds.
+const (
+	// AnomalyPaymentForVoidInvoice: a payment arrived for a void invoice. Nothing was
+	// booked; a person decides (refund, or un-void by other means).
+	AnomalyPaymentForVoidInvoice = "payment_for_void_invoice"
+	// AnomalyVoidForPaidInvoice: a void arrived for a paid invoice. The invoice stays
+	// paid.
+	AnomalyVoidForPaidInvoice = "void_for_paid_invoice"
+)
+
+// Register registers the billing handlers for every type in Types on the named
+// endpoint.
+func Register(inbox *hookinbox.Inbox[pgx.Tx], endpoint string) {
+	for typ, fn := range Handlers(inbox) {
+		inbox.Handle(endpoint, typ, fn)
+	}
+}
+
+// Handlers returns the billing handler of every type in Types, for callers that wrap
+// them (with metrics, or a fault in a test) before registering.
+func Handlers(inbox *hookinbox.Inbox[pgx.Tx]) map[string]hookinbox.HandlerFunc[pgx.Tx] {
+	h := &handlers{inbox: inbox}
+	return map[string]hookinbox.HandlerFunc[pgx.Tx]{
+		TypeInvoiceCreated:             h.created,
+		TypeInvoiceFinalized:           h.finalized,
+		TypeInvoicePaid:                h.paid,
+		TypeInvoicePaymentSucceeded:    h.paid,
+		TypeInvoiceVoided:              h.voided,
+		TypeInvoiceMarkedUncollectible: h.markedUncollectible,
+	}
+}
+
+// invoice is the part of a Stripe invoice object the handlers read.
+type invoice struct {
+	ID         string          `json:"id"`
+	Customer   json.RawMessage `json:"customer"`
+	Status     string          `json:"status"`
+	AmountPaid int64           `json:"amount_paid"`
+	Currency   string          `json:"currency"`
+}
+
+// customerID reads the customer as an id string or, when expanded, an object's id.
+func (inv *invoice) customerID() string {
+	var id string
+	if json.Unmarshal(inv.Customer, &id) == nil {
+		return id
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(inv.Customer, &obj) == nil {
+		return obj.ID
+	}
+	return ""
+}
+
+func parseInvoice(ev hookinbox.Event) (*invoice, error) {
+	var env struct {
+		Data struct {
+			Object invoice `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(ev.Payload, &env); err != nil {
+		return nil, fmt.Errorf("error decoding %s payload: %w", ev.Type, err)
+	}
+	if env.Data.Object.ID == "" {
+		return nil, fmt.Errorf("%s payload has no data.object.id", ev.Type)
+	}
+	return &env.Data.Object, nil
+}
+
+type handlers struct {
+	inbox *hookinbox.Inbox[pgx.Tx]
+}
+
+func (h *handlers) created(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+	inv, err := parseInvoice(ev)
+	if err != nil {
+		return err
+	}
+	status := "draft"
+	if inv.Status == "open" {
+		status = "open"
+	}
+	if _, err := tx.Exec(ctx, sqlInvoiceCreate, inv.ID, inv.customerID(), status, nullIfEmpty(inv.Currency)); err != nil {
+		return fmt.Errorf("error creating invoice: %w", err)
+	}
+	return nil
+}
+
+func (h *handlers) finalized(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+	inv, err := parseInvoice(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sqlInvoiceFinalize, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
+		return fmt.Errorf("error finalizing invoice: %w", err)
+	}
+	return nil
+}
+
+// paid handles invoice.paid and invoice.payment_succeeded: two Event objects for one
+// payment. The ledger's UNIQUE (invoice_id, kind) books it once whichever comes first.
+func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+	inv, err := parseInvoice(ev)
+	if err != nil {
+		return err
+	}
+	status, err := upsertStatus(ctx, tx, sqlInvoicePay, inv.ID, inv.customerID(), inv.AmountPaid, nullIfEmpty(inv.Currency))
+	if err != nil {
+		return fmt.Errorf("error marking invoice paid: %w", err)
+	}
+	if status == "void" {
+		// Booking it would record a payment on an invalid invoice.
+		return h.anomaly(ctx, tx, ev, inv.ID, AnomalyPaymentForVoidInvoice,
+			fmt.Sprintf("payment of %d %s for a void invoice", inv.AmountPaid, inv.Currency))
+	}
+	if status != "paid" {
+		return fmt.Errorf("invoice %s is %s after a payment", inv.ID, status)
+	}
+	var entryID int64
+	err = tx.QueryRow(ctx, sqlLedgerBookPayment, inv.ID, inv.AmountPaid, nullIfEmpty(inv.Currency), ev.ID).Scan(&entryID)
+	if err == pgx.ErrNoRows {
+		return nil // booked already, by this fact under another event id
+	}
+	if err != nil {
+		return fmt.Errorf("error booking payment: %w", err)
+	}
+	_, err = h.inbox.InsertOutboxTx(ctx, tx, ev, hookinbox.OutboxMessage{
+		AggregateType: "Invoice",
+		AggregateID:   inv.ID,
+		EventType:     "InvoicePaymentBooked",
+		Payload: map[string]any{
+			"invoice_id": inv.ID, "customer_id": inv.customerID(),
+			"amount": inv.AmountPaid, "currency": inv.Currency, "ledger_entry_id": entryID,
+		},
+	})
+	return err
+}
+
+func (h *handlers) voided(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+	inv, err := parseInvoice(ev)
+	if err != nil {
+		return err
+	}
+	status, err := upsertStatus(ctx, tx, sqlInvoiceVoid, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency))
+	if err != nil {
+		return fmt.Errorf("error voiding invoice: %w", err)
+	}
+	if status == "paid" {
+		return h.anomaly(ctx, tx, ev, inv.ID, AnomalyVoidForPaidInvoice, "void for a paid invoice")
+	}
+	return nil
+}
+
+func (h *handlers) markedUncollectible(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+	inv, err := parseInvoice(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sqlInvoiceMarkUncollectible, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
+		return fmt.Errorf("error marking invoice uncollectible: %w", err)
+	}
+	return nil
+}
+
+func (h *handlers) anomaly(ctx context.Context, tx pgx.Tx, ev hookinbox.Event, invoiceID, kind, detail string) error {
+	if _, err := tx.Exec(ctx, sqlAnomalyRecord, invoiceID, kind, ev.ID, ev.Type, detail); err != nil {
+		return fmt.Errorf("error recording billing anomaly: %w", err)
+	}
+	return nil
+}
+
+// upsertStatus runs a guarded upsert that returns the invoice's status. When the guard
+// refused the update because a concurrent transaction created the row after this
+// statement's snapshot, the statement sees no row; a second statement, with a fresh
+// snapshot, reads it.
+func upsertStatus(ctx context.Context, tx pgx.Tx, sql string, args ...any) (string, error) {
+	var status string
+	err := tx.QueryRow(ctx, sql, args...).Scan(&status)
+	if err == pgx.ErrNoRows {
+		err = tx.QueryRow(ctx, sqlInvoiceStatus, args[0]).Scan(&status)
+	}
+	return status, err
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

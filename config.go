@@ -1,0 +1,150 @@
+package hookinbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+// Config configures an Inbox.
+type Config struct {
+	// Endpoints are the webhook endpoints this inbox receives on. Names must be unique.
+	Endpoints []EndpointConfig
+
+	// Worker configures the workers that process async and hybrid receipts.
+	Worker WorkerConfig
+
+	// Logger receives one line per delivery and per worker failure. Secrets and
+	// payloads are never logged.
+	//
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// EndpointConfig configures one endpoint.
+type EndpointConfig struct {
+	// Name identifies the endpoint; it is part of every receipt's key, so two endpoints
+	// that receive the same event each process it. Required.
+	Name string
+
+	// Verifier checks the provider's signature on every request. Required.
+	Verifier provider.Verifier
+
+	// Mode is ModeSync, ModeAsync or ModeHybrid.
+	//
+	// Defaults to ModeSync.
+	Mode Mode
+
+	// MaxBodyBytes is the largest body accepted; a larger one is answered 413.
+	//
+	// Defaults to 1 MiB.
+	MaxBodyBytes int64
+}
+
+// WorkerConfig configures the workers started by Inbox.Run.
+type WorkerConfig struct {
+	// Concurrency is the number of workers in this process.
+	//
+	// Defaults to 4.
+	Concurrency int
+
+	// Lease is how long a claimed receipt is hidden from other workers. A worker that
+	// dies mid-event leaves the receipt to be claimed again when it ends.
+	//
+	// Defaults to 2 minutes.
+	Lease time.Duration
+
+	// MaxAttempts is the number of attempts after which a receipt is no longer claimed
+	// and needs review by a person.
+	//
+	// Defaults to 10.
+	MaxAttempts int
+
+	// StatementTimeout bounds every statement of a processing transaction, including
+	// the wait for a row another worker holds. It must be shorter than Lease.
+	//
+	// Defaults to 30 seconds.
+	StatementTimeout time.Duration
+
+	// PollInterval is how often an idle worker looks for work that was not announced
+	// in this process (receipts of another process, retries coming due).
+	//
+	// Defaults to 1 second.
+	PollInterval time.Duration
+
+	// RetryDelayFunc returns how long to wait before the next attempt after the given
+	// failed attempt (1 for the first).
+	//
+	// Defaults to DefaultRetryDelay: jittered exponential, capped at 5 minutes.
+	RetryDelayFunc func(attempt int) time.Duration
+}
+
+// WithDefaults returns a copy of c with zero values replaced by defaults.
+func (c WorkerConfig) WithDefaults() WorkerConfig {
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.Lease == 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 10
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = min(30*time.Second, c.Lease/2)
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.RetryDelayFunc == nil {
+		c.RetryDelayFunc = DefaultRetryDelay
+	}
+	return c
+}
+
+func (c WorkerConfig) validate() error {
+	switch {
+	case c.Concurrency < 0:
+		return errors.New("worker concurrency must not be negative")
+	case c.Lease < 0:
+		return errors.New("worker lease must be positive")
+	case c.MaxAttempts < 1:
+		return errors.New("worker max attempts must be at least 1")
+	case c.StatementTimeout <= 0 || c.StatementTimeout >= c.Lease:
+		return fmt.Errorf("worker statement timeout (%s) must be positive and shorter than the lease (%s)", c.StatementTimeout, c.Lease)
+	case c.PollInterval <= 0:
+		return errors.New("worker poll interval must be positive")
+	}
+	return nil
+}
+
+func (c EndpointConfig) withDefaults() EndpointConfig {
+	if c.Mode == "" {
+		c.Mode = ModeSync
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	return c
+}
+
+func (c EndpointConfig) validate() error {
+	if c.Name == "" {
+		return errors.New("endpoint name is required")
+	}
+	if c.Verifier == nil {
+		return fmt.Errorf("endpoint %q: a verifier is required", c.Name)
+	}
+	switch c.Mode {
+	case ModeSync, ModeAsync, ModeHybrid:
+	default:
+		return fmt.Errorf("endpoint %q: unknown mode %q (want sync, async or hybrid)", c.Name, c.Mode)
+	}
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("endpoint %q: max body bytes must be positive", c.Name)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+// Package driver is the boundary between hookinbox and a database. Everything that is
+// SQL-shaped sits behind it, so the core never speaks a dialect or imports a database
+// library; each driver (driver/pgxdriver for PostgreSQL) keeps its SQL in one place and
+// translates its errors into the sentinels of this package.
+//
+// The interfaces are generic over TTx, the driver's native transaction type (pgx.Tx for
+// PostgreSQL), which handlers receive so that their business writes commit or roll back
+// together with the inbox row.
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Driver opens transactions and runs hookinbox's queries on one database.
+type Driver[TTx any] interface {
+	// Name is a short name of the database, e.g. "postgres".
+	Name() string
+
+	// Begin starts a transaction. The caller must Commit or Rollback it.
+	Begin(ctx context.Context) (ExecutorTx[TTx], error)
+
+	// Executor runs single statements outside any caller transaction, each in its
+	// own implicit transaction.
+	Executor() Executor
+
+	// UnwrapExecutor returns an Executor bound to a transaction the caller owns, so that
+	// an insert made through it commits or rolls back with the caller's work.
+	UnwrapExecutor(tx TTx) Executor
+
+	// Migrate applies every migration not yet applied. It is safe to run twice and from
+	// several processes at once.
+	Migrate(ctx context.Context) error
+
+	// SchemaVersion returns the newest applied migration and the newest one this driver
+	// knows. The schema is current when they are equal.
+	SchemaVersion(ctx context.Context) (applied, latest int, err error)
+
+	// TranslateError wraps err with the sentinel of this package that it matches, if
+	// any, keeping the original in the chain. Handler errors pass through it so the core
+	// can tell a statement timeout or an unreachable database from a handler's own error.
+	TranslateError(err error) error
+}
+
+// Executor runs hookinbox's queries. Implementations are bound either to a pool (each
+// call its own statement) or to one transaction.
+type Executor interface {
+	// InboxInsert inserts a receipt unless one with the same key exists. It returns
+	// false for a duplicate. A concurrent insert of the same key waits for the other
+	// transaction to end: it reports a duplicate if that one commits and inserts if it
+	// rolls back.
+	InboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
+
+	// InboxLockUnprocessed locks the receipt for the rest of the transaction and
+	// returns it, or returns nil if it is processed or absent. It waits for a lock
+	// held by another transaction (it does not skip locked rows).
+	InboxLockUnprocessed(ctx context.Context, key Key) (*Receipt, error)
+
+	// InboxMarkProcessed sets processed_at and the outcome, and clears last_error.
+	InboxMarkProcessed(ctx context.Context, key Key, outcome string) error
+
+	// InboxClaim picks the oldest available unprocessed receipt of the given endpoints
+	// with fewer than MaxAttempts attempts, skipping rows locked by others, counts the
+	// attempt and hides it for the lease. It returns nil when there is none.
+	InboxClaim(ctx context.Context, params *InboxClaimParams) (*Receipt, error)
+
+	// InboxRecordFailure stores the error of a failed attempt and makes the receipt
+	// available again after Delay, only while it is unprocessed.
+	InboxRecordFailure(ctx context.Context, params *InboxFailureParams) error
+
+	// InboxGet returns one receipt, or nil if it does not exist.
+	InboxGet(ctx context.Context, key Key) (*Receipt, error)
+
+	// InboxList returns receipts, newest first.
+	InboxList(ctx context.Context, params *InboxListParams) ([]*Receipt, error)
+
+	// InboxStats summarises the unprocessed receipts and recent arrivals.
+	InboxStats(ctx context.Context, params *InboxStatsParams) (*InboxStats, error)
+
+	// InboxRetry makes unprocessed receipts available now with their attempts reset
+	// to zero: one key, or (with NeedsReview) every receipt at MaxAttempts. It returns
+	// how many it reset.
+	InboxRetry(ctx context.Context, params *InboxRetryParams) (int, error)
+
+	// InboxDeleteProcessed deletes up to Limit receipts processed before OlderThan
+	// ago, or with DryRun counts them all. It returns how many.
+	InboxDeleteProcessed(ctx context.Context, params *InboxDeleteParams) (int, error)
+
+	// OutboxInsert inserts an outbox message and returns its id.
+	OutboxInsert(ctx context.Context, params *OutboxInsertParams) (int64, error)
+
+	// SetStatementTimeout bounds every later statement of the current transaction.
+	// Only valid on a transaction's executor.
+	SetStatementTimeout(ctx context.Context, timeout time.Duration) error
+}
+
+// ExecutorTx is an Executor bound to a transaction the core owns.
+type ExecutorTx[TTx any] interface {
+	Executor
+
+	// Native returns the driver's transaction, to be passed to handlers.
+	Native() TTx
+
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}

@@ -1,0 +1,78 @@
+// Package pgxdriver is hookinbox's PostgreSQL driver, over pgx v5. Handlers receive a
+// pgx.Tx.
+//
+//	pool, err := pgxpool.New(ctx, "postgres://127.0.0.1:5432/app")
+//	inbox, err := hookinbox.New(pgxdriver.New(pool), &hookinbox.Config{...})
+package pgxdriver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// Driver runs hookinbox on a pgx connection pool.
+type Driver struct {
+	pool *pgxpool.Pool
+}
+
+var _ driver.Driver[pgx.Tx] = (*Driver)(nil)
+
+// New returns a driver that uses pool. The pool stays the caller's to close.
+func New(pool *pgxpool.Pool) *Driver {
+	return &Driver{pool: pool}
+}
+
+// Name returns "postgres".
+func (d *Driver) Name() string { return "postgres" }
+
+// Pool returns the driver's pool.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Begin starts a read-committed transaction.
+func (d *Driver) Begin(ctx context.Context) (driver.ExecutorTx[pgx.Tx], error) {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return nil, d.TranslateError(fmt.Errorf("error beginning transaction: %w", err))
+	}
+	return &executorTx{executor: executor{db: tx}, tx: tx}, nil
+}
+
+// Executor returns an executor on the pool.
+func (d *Driver) Executor() driver.Executor { return &executor{db: d.pool} }
+
+// UnwrapExecutor returns an executor on the caller's transaction.
+func (d *Driver) UnwrapExecutor(tx pgx.Tx) driver.Executor { return &executor{db: tx} }
+
+// dbtx is what a pool and a transaction have in common.
+type dbtx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type executorTx struct {
+	executor
+	tx pgx.Tx
+}
+
+func (e *executorTx) Native() pgx.Tx { return e.tx }
+
+func (e *executorTx) Commit(ctx context.Context) error {
+	if err := e.tx.Commit(ctx); err != nil {
+		return translate(fmt.Errorf("error committing: %w", err))
+	}
+	return nil
+}
+
+func (e *executorTx) Rollback(ctx context.Context) error {
+	if err := e.tx.Rollback(ctx); err != nil && err != pgx.ErrTxClosed {
+		return translate(fmt.Errorf("error rolling back: %w", err))
+	}
+	return nil
+}

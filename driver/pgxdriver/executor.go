@@ -1,0 +1,188 @@
+package pgxdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// executor runs the queries of queries.go on a pool or a transaction.
+type executor struct {
+	db dbtx
+}
+
+func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	var inserted bool
+	err := e.db.QueryRow(ctx, sqlInboxInsert,
+		p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
+		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
+	).Scan(&inserted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, translate(fmt.Errorf("error inserting receipt: %w", err))
+	}
+	return true, nil
+}
+
+func (e *executor) InboxLockUnprocessed(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error locking receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outcome string) error {
+	if _, err := e.db.Exec(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
+		return translate(fmt.Errorf("error marking receipt processed: %w", err))
+	}
+	return nil
+}
+
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
+	if _, err := e.db.Exec(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Seconds()); err != nil {
+		return translate(fmt.Errorf("error recording failure: %w", err))
+	}
+	return nil
+}
+
+func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error reading receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
+	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.MaxAttempts, p.Limit)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
+	}
+	defer rows.Close()
+	var list []*driver.Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, translate(fmt.Errorf("error listing receipts: %w", err))
+		}
+		list = append(list, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
+	}
+	return list, nil
+}
+
+func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
+	var s driver.InboxStats
+	var oldest float64
+	if err := e.db.QueryRow(ctx, sqlInboxStats, p.MaxAttempts).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
+	}
+	s.OldestUnprocessedAge = time.Duration(oldest * float64(time.Second))
+	rows, err := e.db.Query(ctx, sqlInboxReceivedByType, p.RecentWindow.Seconds())
+	if err != nil {
+		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))
+	}
+	s.ReceivedByType, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (driver.TypeCount, error) {
+		var tc driver.TypeCount
+		err := row.Scan(&tc.EventType, &tc.Count)
+		return tc, err
+	})
+	if err != nil {
+		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))
+	}
+	return &s, nil
+}
+
+func (e *executor) InboxRetry(ctx context.Context, p *driver.InboxRetryParams) (int, error) {
+	var err error
+	var n int64
+	switch {
+	case p.Key != nil:
+		tag, e2 := e.db.Exec(ctx, sqlInboxRetryOne, p.Key.Provider, p.Key.Endpoint, p.Key.EventID)
+		n, err = tag.RowsAffected(), e2
+	case p.NeedsReview:
+		tag, e2 := e.db.Exec(ctx, sqlInboxRetryNeedsReview, p.MaxAttempts)
+		n, err = tag.RowsAffected(), e2
+	default:
+		return 0, errors.New("retry needs a key or NeedsReview")
+	}
+	if err != nil {
+		return 0, translate(fmt.Errorf("error resetting receipts for retry: %w", err))
+	}
+	return int(n), nil
+}
+
+func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	if p.DryRun {
+		var n int64
+		if err := e.db.QueryRow(ctx, sqlInboxCountProcessed, p.OlderThan.Seconds()).Scan(&n); err != nil {
+			return 0, translate(fmt.Errorf("error counting processed receipts: %w", err))
+		}
+		return int(n), nil
+	}
+	tag, err := e.db.Exec(ctx, sqlInboxDeleteProcessed, p.OlderThan.Seconds(), p.Limit)
+	if err != nil {
+		return 0, translate(fmt.Errorf("error deleting processed receipts: %w", err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
+	var id int64
+	err := e.db.QueryRow(ctx, sqlOutboxInsert,
+		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID,
+	).Scan(&id)
+	if err != nil {
+		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
+	}
+	return id, nil
+}
+
+func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duration) error {
+	ms := strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	if _, err := e.db.Exec(ctx, sqlSetStatementTimeout, ms); err != nil {
+		return translate(fmt.Errorf("error setting statement timeout: %w", err))
+	}
+	return nil
+}
+
+// scanReceipt scans the column list shared by the receipt queries; no row is nil.
+func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
+	var r driver.Receipt
+	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
+		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.LastError, &r.ProcessedAt, &r.Outcome)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

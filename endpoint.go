@@ -1,0 +1,151 @@
+package hookinbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+// OutcomeHeader is the response header that carries the outcome of a delivery.
+const OutcomeHeader = "Hookinbox-Outcome"
+
+// Endpoint returns the HTTP handler of the named endpoint. It reads the body up to the
+// endpoint's limit, verifies the signature on the exact bytes before any database call,
+// receives the event, and answers 2xx only after the receipt is committed:
+//
+//	200 {"outcome":"processed"|"duplicate"|"ignored"|"accepted"}
+//	400 malformed or missing signature, or a verified body with no id or type
+//	401 no valid signature, or a timestamp outside the tolerance
+//	405 not POST; 413 body over the limit
+//	500 handler or database failure; 503 database unreachable (both roll back)
+//
+// Errors are JSON, {"error":"..."}, and never contain a secret or internals. Endpoint
+// panics on an unknown name: it is a wiring mistake.
+func (i *Inbox[TTx]) Endpoint(name string) http.Handler {
+	ep, ok := i.endpoints[name]
+	if !ok {
+		panic(fmt.Sprintf("hookinbox: Endpoint %q is not configured", name))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i.serveEndpoint(w, r, ep)
+	})
+}
+
+func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *endpoint) {
+	start := time.Now()
+	d := delivery{endpoint: ep.Name, secretIndex: -1}
+	defer func() { i.logDelivery(r, &d, time.Since(start)) }()
+
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		d.fail(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+		return
+	}
+	if r.ContentLength > ep.MaxBodyBytes {
+		d.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			d.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+			return
+		}
+		d.fail(w, http.StatusBadRequest, "error reading body", err)
+		return
+	}
+
+	// Verification comes before any database call: nothing unverified is written.
+	v, err := ep.Verifier.Verify(r.Header, body)
+	if err != nil {
+		status := http.StatusBadRequest
+		if provider.IsUnauthorized(err) {
+			status = http.StatusUnauthorized
+		}
+		d.fail(w, status, err.Error(), nil)
+		return
+	}
+	d.eventID, d.eventType, d.secretIndex = v.ID, v.Type, v.SecretIndex
+
+	out, err := i.Receive(r.Context(), Event{
+		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
+	})
+	switch {
+	case err == nil:
+		d.outcome = out
+		d.status = http.StatusOK
+		w.Header().Set(OutcomeHeader, string(out))
+		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
+	case errors.Is(err, ErrInvalidEvent):
+		d.fail(w, http.StatusBadRequest, err.Error(), nil)
+	case errors.Is(err, driver.ErrInvalidInput):
+		d.fail(w, http.StatusBadRequest, "payload refused by the database", err)
+	case errors.Is(err, driver.ErrUnavailable):
+		w.Header().Set("Retry-After", "5")
+		d.fail(w, http.StatusServiceUnavailable, "temporarily unavailable", err)
+	default:
+		d.fail(w, http.StatusInternalServerError, "internal error", err)
+	}
+}
+
+// delivery is what the log line of one request says.
+type delivery struct {
+	endpoint    string
+	eventID     string
+	eventType   string
+	secretIndex int
+	outcome     Outcome
+	status      int
+	reason      string
+	err         error
+}
+
+// fail answers with a JSON error. reason goes to the client; err (internal detail)
+// only to the log.
+func (d *delivery) fail(w http.ResponseWriter, status int, reason string, err error) {
+	d.status, d.reason, d.err = status, reason, err
+	writeJSON(w, status, map[string]string{"error": reason})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("endpoint", d.endpoint),
+		slog.Int("status", d.status),
+		slog.Duration("latency", latency),
+	}
+	if d.eventID != "" {
+		attrs = append(attrs, slog.String("event_id", d.eventID), slog.String("event_type", d.eventType),
+			slog.Int("secret_index", d.secretIndex))
+	}
+	level := slog.LevelInfo
+	switch {
+	case d.status >= 500:
+		level = slog.LevelError
+	case d.status >= 400:
+		level = slog.LevelWarn
+	}
+	if d.outcome != "" {
+		attrs = append(attrs, slog.String("outcome", string(d.outcome)))
+	}
+	if d.reason != "" {
+		attrs = append(attrs, slog.String("reason", d.reason))
+	}
+	if d.err != nil {
+		attrs = append(attrs, slog.String("error", d.err.Error()))
+	}
+	i.logger.LogAttrs(r.Context(), level, "hookinbox: delivery", attrs...)
+}

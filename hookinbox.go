@@ -1,0 +1,81 @@
+// Package hookinbox makes incoming webhooks take effect exactly once in the receiver's
+// own database. It commits the receipt of an event and the business update it causes
+// in one transaction (a transactional inbox), so a failure before commit leaves
+// nothing behind and the sender's retry is processed normally, and a retry after
+// commit is a duplicate.
+//
+//	inbox, err := hookinbox.New(pgxdriver.New(pool), &hookinbox.Config{
+//		Endpoints: []hookinbox.EndpointConfig{{Name: "billing", Verifier: stripe, Mode: hookinbox.ModeSync}},
+//	})
+//	inbox.Handle("billing", "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+//		_, err := tx.Exec(ctx, `UPDATE invoices SET status = 'paid' WHERE id = $1 AND status <> 'void'`, id)
+//		return err
+//	})
+//	mux.Handle("POST /webhooks/stripe", inbox.Endpoint("billing"))
+//	go inbox.Run(ctx) // workers for async and hybrid endpoints
+package hookinbox
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Event is a verified webhook event as a handler sees it.
+type Event struct {
+	// Provider is the verifier's name, e.g. "stripe".
+	Provider string
+	// Endpoint is the configured endpoint that received the event.
+	Endpoint string
+	// ID is the provider's unique id of the event or delivery.
+	ID string
+	// Type is the event type, e.g. "invoice.paid".
+	Type string
+	// Payload is the verified body.
+	Payload json.RawMessage
+	// Attempt is 1 for the first processing attempt and counts up on retries by
+	// workers.
+	Attempt int
+}
+
+// HandlerFunc applies one event inside the inbox transaction tx, whose native type
+// depends on the driver (pgx.Tx for PostgreSQL). Its writes commit together with the
+// receipt, or not at all. It must be written as a state transition: creation with
+// INSERT ... ON CONFLICT DO NOTHING, guarded updates, unique constraints on business
+// keys, because the same fact can arrive under a second event id and in any order.
+//
+// It must not make external calls (HTTP, brokers, the provider's API): they cannot
+// roll back. Write an outbox message instead (Inbox.InsertOutboxTx).
+type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, ev Event) error
+
+// Outcome is what receiving or processing an event came to. It is the "outcome" of
+// the HTTP answer and of the Hookinbox-Outcome header.
+type Outcome string
+
+const (
+	// OutcomeProcessed means the event's handler ran and its effect is committed.
+	OutcomeProcessed Outcome = "processed"
+	// OutcomeDuplicate means the event was received before; nothing was written.
+	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeIgnored means no handler is registered for the type; the receipt is kept
+	// so that retries stay duplicates.
+	OutcomeIgnored Outcome = "ignored"
+	// OutcomeAccepted means the receipt is committed as pending and a worker will
+	// process it.
+	OutcomeAccepted Outcome = "accepted"
+)
+
+// Mode is how an endpoint processes what it receives.
+type Mode string
+
+const (
+	// ModeSync processes the event in the receive transaction and answers after
+	// commit. A handler failure rolls everything back and answers 5xx, so the
+	// provider retries.
+	ModeSync Mode = "sync"
+	// ModeAsync commits the receipt as pending, answers, and lets workers process it.
+	ModeAsync Mode = "async"
+	// ModeHybrid tries sync; when the handler fails it rolls back, stores the receipt
+	// as pending with the error and one attempt counted, answers 2xx, and lets workers
+	// retry, so a bug does not depend on the provider's patience.
+	ModeHybrid Mode = "hybrid"
+)

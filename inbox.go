@@ -1,0 +1,122 @@
+package hookinbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// ErrUnknownEndpoint is returned for an endpoint name that is not configured.
+var ErrUnknownEndpoint = errors.New("unknown endpoint")
+
+// Inbox receives, de-duplicates and processes webhook events on one database. It is
+// generic over the driver's transaction type, which handlers receive.
+//
+// An Inbox is safe for concurrent use. Register handlers before serving requests.
+type Inbox[TTx any] struct {
+	driver    driver.Driver[TTx]
+	endpoints map[string]*endpoint
+	worker    WorkerConfig
+	logger    *slog.Logger
+
+	mu       sync.RWMutex
+	handlers map[handlerKey]HandlerFunc[TTx]
+
+	// wake announces new pending receipts to this process's workers, so they do not
+	// wait for their next poll. It never blocks a receiver.
+	wake chan struct{}
+}
+
+type endpoint struct {
+	EndpointConfig
+	provider string
+}
+
+type handlerKey struct{ endpoint, eventType string }
+
+// New returns an inbox on driver d. It validates config and does not touch the
+// database; call Migrate to create or update the schema.
+func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
+	if d == nil {
+		return nil, errors.New("hookinbox: a driver is required")
+	}
+	if config == nil {
+		config = &Config{}
+	}
+	i := &Inbox[TTx]{
+		driver:    d,
+		endpoints: make(map[string]*endpoint, len(config.Endpoints)),
+		worker:    config.Worker.WithDefaults(),
+		logger:    config.Logger,
+		handlers:  make(map[handlerKey]HandlerFunc[TTx]),
+		wake:      make(chan struct{}, 1),
+	}
+	if i.logger == nil {
+		i.logger = slog.Default()
+	}
+	if err := i.worker.validate(); err != nil {
+		return nil, fmt.Errorf("hookinbox: %w", err)
+	}
+	for _, ec := range config.Endpoints {
+		ec = ec.withDefaults()
+		if err := ec.validate(); err != nil {
+			return nil, fmt.Errorf("hookinbox: %w", err)
+		}
+		if _, dup := i.endpoints[ec.Name]; dup {
+			return nil, fmt.Errorf("hookinbox: endpoint %q is configured twice", ec.Name)
+		}
+		i.endpoints[ec.Name] = &endpoint{EndpointConfig: ec, provider: ec.Verifier.Name()}
+	}
+	return i, nil
+}
+
+// Handle registers fn for events of eventType received on the named endpoint. The
+// event type "*" matches every type that has no handler of its own. Handle panics on
+// an unknown endpoint or a second handler for the same type: both are wiring mistakes.
+func (i *Inbox[TTx]) Handle(endpointName, eventType string, fn HandlerFunc[TTx]) {
+	if _, ok := i.endpoints[endpointName]; !ok {
+		panic(fmt.Sprintf("hookinbox: Handle on unknown endpoint %q", endpointName))
+	}
+	if fn == nil || eventType == "" {
+		panic("hookinbox: Handle needs an event type and a function")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	k := handlerKey{endpointName, eventType}
+	if _, dup := i.handlers[k]; dup {
+		panic(fmt.Sprintf("hookinbox: a handler for %q on endpoint %q is already registered", eventType, endpointName))
+	}
+	i.handlers[k] = fn
+}
+
+func (i *Inbox[TTx]) handler(endpointName, eventType string) HandlerFunc[TTx] {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if fn, ok := i.handlers[handlerKey{endpointName, eventType}]; ok {
+		return fn
+	}
+	return i.handlers[handlerKey{endpointName, "*"}]
+}
+
+// Driver returns the inbox's driver.
+func (i *Inbox[TTx]) Driver() driver.Driver[TTx] { return i.driver }
+
+// Migrate creates or updates the database schema. It is safe to run twice and from
+// several processes at once.
+func (i *Inbox[TTx]) Migrate(ctx context.Context) error {
+	if err := i.driver.Migrate(ctx); err != nil {
+		return fmt.Errorf("error migrating: %w", err)
+	}
+	return nil
+}
+
+func (i *Inbox[TTx]) notifyWorkers() {
+	select {
+	case i.wake <- struct{}{}:
+	default:
+	}
+}

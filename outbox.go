@@ -1,0 +1,48 @@
+package hookinbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// OutboxMessage is a downstream notification written by a handler.
+type OutboxMessage struct {
+	AggregateType string
+	AggregateID   string
+	EventType     string
+	// Payload is marshalled to JSON unless it is already a json.RawMessage or []byte.
+	Payload any
+}
+
+// InsertOutboxTx writes msg to the outbox as part of transaction tx, on behalf of the
+// event source being processed. If tx rolls back, so does the message; if it commits,
+// the dispatcher delivers the message at least once, with an idempotency key derived
+// from the source event and the message id.
+func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, msg OutboxMessage) (int64, error) {
+	var payload []byte
+	switch p := msg.Payload.(type) {
+	case json.RawMessage:
+		payload = p
+	case []byte:
+		payload = p
+	default:
+		var err error
+		if payload, err = json.Marshal(p); err != nil {
+			return 0, fmt.Errorf("error encoding outbox payload: %w", err)
+		}
+	}
+	id, err := i.driver.UnwrapExecutor(tx).OutboxInsert(ctx, &driver.OutboxInsertParams{
+		AggregateType: msg.AggregateType,
+		AggregateID:   msg.AggregateID,
+		EventType:     msg.EventType,
+		Payload:       payload,
+		Source:        driver.Key{Provider: source.Provider, Endpoint: source.Endpoint, EventID: source.ID},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}

@@ -1,0 +1,85 @@
+// Package provider turns a webhook request (its headers and the exact bytes of its body)
+// into a verified event, or into a typed error that says why it was refused.
+//
+// A Verifier never parses or re-serializes the body before checking its signature:
+// providers sign the bytes they send, and any re-encoding breaks the signature. Nothing
+// that fails verification may reach a database (DESIGN.md G5), so callers verify first
+// and write afterwards.
+package provider
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Verifier checks one provider's signature scheme.
+//
+// Implementations are safe for concurrent use.
+type Verifier interface {
+	// Name is the provider's name as stored in webhook_inbox.provider, e.g. "stripe".
+	Name() string
+
+	// Verify checks the signature of body as received, with the headers that came with
+	// it, and extracts the event's id and type. The returned error wraps one of the
+	// sentinel errors of this package.
+	Verify(header http.Header, body []byte) (Verified, error)
+
+	// RetryWindow is how long the provider keeps retrying a delivery that was not
+	// acknowledged. Processed receipts must be kept at least this long, or a late
+	// retry is processed again.
+	RetryWindow() time.Duration
+}
+
+// Verified is an event whose signature matched one of the endpoint's secrets.
+type Verified struct {
+	// ID is the provider's unique id of the event or delivery.
+	ID string
+	// Type is the event's type, e.g. "invoice.paid".
+	Type string
+	// Body is the verified body, exactly as received.
+	Body []byte
+	// SecretIndex is the position, in the verifier's configured secrets, of the secret
+	// whose signature matched. It tells an operator during a rotation whether the old
+	// secret is still in use; it never identifies the secret itself.
+	SecretIndex int
+	// Timestamp is the signing time the provider sent, or the zero time if the scheme
+	// has none.
+	Timestamp time.Time
+}
+
+// Errors returned by verifiers. Each is wrapped with detail; test with errors.Is.
+var (
+	// ErrMissingSignature means the signature header (or a header the scheme needs,
+	// such as the timestamp) is absent.
+	ErrMissingSignature = errors.New("missing signature header")
+
+	// ErrMalformedSignature means a signature or timestamp header is present but cannot
+	// be parsed.
+	ErrMalformedSignature = errors.New("malformed signature header")
+
+	// ErrNoValidSignature means the header parsed but none of its signatures matches any
+	// configured secret.
+	ErrNoValidSignature = errors.New("no valid signature")
+
+	// ErrTimestampOutOfTolerance means the signing timestamp is further from the
+	// receiver's clock than the tolerance, in the past or in the future.
+	ErrTimestampOutOfTolerance = errors.New("timestamp outside tolerance")
+
+	// ErrUnparsableEvent means the body verified but is not the JSON the scheme
+	// promises, or carries no event id or type.
+	ErrUnparsableEvent = errors.New("verified body is not a usable event")
+)
+
+// IsUnauthorized reports whether err means the request was not proved to come from the
+// provider (a signature that does not match, or a stale or future timestamp), as
+// opposed to a request that is malformed. Receivers answer the first with 401 and the
+// second with 400.
+func IsUnauthorized(err error) bool {
+	return errors.Is(err, ErrNoValidSignature) || errors.Is(err, ErrTimestampOutOfTolerance)
+}
+
+// DefaultTolerance is how far a signing timestamp may be from the receiver's clock,
+// in either direction, when a verifier's config leaves the tolerance at zero. It is
+// Stripe's library default.
+const DefaultTolerance = 5 * time.Minute

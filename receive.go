@@ -1,0 +1,179 @@
+package hookinbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// ErrInvalidEvent means a verified event cannot be recorded: it has no id or type, an
+// id or type too long to be a key, or a payload that is not JSON.
+var ErrInvalidEvent = errors.New("invalid event")
+
+// HandlerError is a failure returned by a handler. The receipt was rolled back with it.
+type HandlerError struct {
+	EventType string
+	Err       error
+}
+
+func (e *HandlerError) Error() string {
+	return fmt.Sprintf("handler for %s failed: %v", e.EventType, e.Err)
+}
+
+func (e *HandlerError) Unwrap() error { return e.Err }
+
+const (
+	maxEventIDBytes   = 512
+	maxEventTypeBytes = 256
+	maxLastErrorBytes = 2000
+)
+
+// Receive records a verified event on its endpoint (ev.Endpoint) and processes it as
+// the endpoint's mode says. It returns only after the receipt is committed; an error
+// means nothing was committed (or, if the database failed during commit, that the
+// outcome is unknown), so the sender must retry.
+//
+// Receive does not verify signatures: the HTTP handler from Endpoint does that first.
+// Call it directly only with events verified by other means.
+func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
+	ep, ok := i.endpoints[ev.Endpoint]
+	if !ok {
+		return "", fmt.Errorf("%w %q", ErrUnknownEndpoint, ev.Endpoint)
+	}
+	if ev.Provider == "" {
+		ev.Provider = ep.provider
+	}
+	if err := checkEvent(ev, ep); err != nil {
+		return "", err
+	}
+	fn := i.handler(ev.Endpoint, ev.Type)
+	if fn == nil {
+		// Kept as processed so that the provider's retries stay duplicates.
+		return i.insertReceipt(ctx, ev, true, OutcomeIgnored)
+	}
+	switch ep.Mode {
+	case ModeAsync:
+		out, err := i.insertReceipt(ctx, ev, false, OutcomeAccepted)
+		if out == OutcomeAccepted {
+			i.notifyWorkers()
+		}
+		return out, err
+	case ModeHybrid:
+		out, err := i.receiveSync(ctx, ev, fn)
+		var herr *HandlerError
+		if !errors.As(err, &herr) {
+			return out, err
+		}
+		return i.receiveAfterHandlerFailure(ctx, ev, herr)
+	default:
+		return i.receiveSync(ctx, ev, fn)
+	}
+}
+
+func checkEvent(ev Event, ep *endpoint) error {
+	switch {
+	case ev.Provider != ep.provider:
+		return fmt.Errorf("%w: provider %q does not match endpoint %q (%s)", ErrInvalidEvent, ev.Provider, ep.Name, ep.provider)
+	case ev.ID == "":
+		return fmt.Errorf("%w: no event id", ErrInvalidEvent)
+	case ev.Type == "":
+		return fmt.Errorf("%w: no event type", ErrInvalidEvent)
+	case len(ev.ID) > maxEventIDBytes:
+		return fmt.Errorf("%w: event id longer than %d bytes", ErrInvalidEvent, maxEventIDBytes)
+	case len(ev.Type) > maxEventTypeBytes:
+		return fmt.Errorf("%w: event type longer than %d bytes", ErrInvalidEvent, maxEventTypeBytes)
+	case !json.Valid(ev.Payload):
+		return fmt.Errorf("%w: payload is not JSON", ErrInvalidEvent)
+	}
+	return nil
+}
+
+// receiveSync commits the receipt and the handler's business update in one
+// transaction. If the handler or the commit fails, both are gone and a retry is
+// processed normally; once the commit succeeds, every retry is a duplicate.
+func (i *Inbox[TTx]) receiveSync(ctx context.Context, ev Event, fn HandlerFunc[TTx]) (Outcome, error) {
+	tx, err := i.driver.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
+
+	// Inserted as processed up front: the row and the business update commit together
+	// or not at all, so there is no moment where it is visible but unprocessed.
+	inserted, err := tx.InboxInsert(ctx, receiptParams(ev, true, OutcomeProcessed))
+	if err != nil {
+		return "", err
+	}
+	if !inserted {
+		return OutcomeDuplicate, nil
+	}
+	ev.Attempt = 1
+	if err := fn(ctx, tx.Native(), ev); err != nil {
+		return "", &HandlerError{EventType: ev.Type, Err: i.driver.TranslateError(err)}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", err
+	}
+	return OutcomeProcessed, nil
+}
+
+// receiveAfterHandlerFailure stores the receipt of a hybrid endpoint as pending, with
+// the handler's error and the attempt counted, so that workers retry it.
+func (i *Inbox[TTx]) receiveAfterHandlerFailure(ctx context.Context, ev Event, herr *HandlerError) (Outcome, error) {
+	p := receiptParams(ev, false, "")
+	p.Attempts = 1
+	p.LastError = errorText(herr.Err)
+	p.Delay = i.worker.RetryDelayFunc(1)
+	inserted, err := i.driver.Executor().InboxInsert(ctx, p)
+	if err != nil {
+		return "", errors.Join(herr, err)
+	}
+	if !inserted {
+		// A concurrent copy committed while our transaction was rolling back.
+		return OutcomeDuplicate, nil
+	}
+	i.logger.WarnContext(ctx, "hookinbox: handler failed, receipt kept for workers",
+		"endpoint", ev.Endpoint, "event_id", ev.ID, "event_type", ev.Type, "error", herr.Err.Error())
+	i.notifyWorkers()
+	return OutcomeAccepted, nil
+}
+
+func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool, out Outcome) (Outcome, error) {
+	outcome := ""
+	if processed {
+		outcome = string(out)
+	}
+	inserted, err := i.driver.Executor().InboxInsert(ctx, receiptParams(ev, processed, Outcome(outcome)))
+	if err != nil {
+		return "", err
+	}
+	if !inserted {
+		return OutcomeDuplicate, nil
+	}
+	return out, nil
+}
+
+func receiptParams(ev Event, processed bool, out Outcome) *driver.InboxInsertParams {
+	return &driver.InboxInsertParams{
+		Key:       driver.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID},
+		EventType: ev.Type,
+		Payload:   ev.Payload,
+		Processed: processed,
+		Outcome:   string(out),
+	}
+}
+
+// errorText is the error as stored in last_error, bounded so that a huge message
+// cannot bloat the row.
+func errorText(err error) string {
+	s := err.Error()
+	if len(s) > maxLastErrorBytes {
+		// Cut on a rune boundary: PostgreSQL refuses invalid UTF-8.
+		s = strings.ToValidUTF8(s[:maxLastErrorBytes], "")
+	}
+	return s
+}
