@@ -22,6 +22,11 @@ type Config struct {
 	//
 	// Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// Observer is told of every delivery and worker attempt, e.g. to export metrics.
+	//
+	// Defaults to none.
+	Observer Observer
 }
 
 // EndpointConfig configures one endpoint.

@@ -41,36 +41,46 @@ func (i *Inbox[TTx]) Endpoint(name string) http.Handler {
 func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *endpoint) {
 	start := time.Now()
 	d := delivery{endpoint: ep.Name, secretIndex: -1}
-	defer func() { i.logDelivery(r, &d, time.Since(start)) }()
+	defer func() {
+		latency := time.Since(start)
+		i.logDelivery(r, &d, latency)
+		i.observer.Delivery(DeliveryInfo{
+			Endpoint: ep.Name, Provider: ep.provider, EventType: d.eventType, Outcome: d.outcome,
+			Status: d.status, Reason: d.class, SecretIndex: d.secretIndex, Latency: latency,
+		})
+	}()
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		d.fail(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+		d.fail(w, http.StatusMethodNotAllowed, "method", "method not allowed", nil)
 		return
 	}
 	if r.ContentLength > ep.MaxBodyBytes {
-		d.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+		d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			d.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+			d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
 			return
 		}
-		d.fail(w, http.StatusBadRequest, "error reading body", err)
+		d.fail(w, http.StatusBadRequest, "read", "error reading body", err)
 		return
 	}
 
 	// Verification comes before any database call: nothing unverified is written.
 	v, err := ep.Verifier.Verify(r.Header, body)
 	if err != nil {
-		status := http.StatusBadRequest
-		if provider.IsUnauthorized(err) {
-			status = http.StatusUnauthorized
+		status, class := http.StatusBadRequest, "signature"
+		if errors.Is(err, provider.ErrUnparsableEvent) {
+			class = "invalid_event"
 		}
-		d.fail(w, status, err.Error(), nil)
+		if provider.IsUnauthorized(err) {
+			status, class = http.StatusUnauthorized, "unauthorized"
+		}
+		d.fail(w, status, class, err.Error(), nil)
 		return
 	}
 	d.eventID, d.eventType, d.secretIndex = v.ID, v.Type, v.SecretIndex
@@ -85,14 +95,14 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		w.Header().Set(OutcomeHeader, string(out))
 		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
 	case errors.Is(err, ErrInvalidEvent):
-		d.fail(w, http.StatusBadRequest, err.Error(), nil)
+		d.fail(w, http.StatusBadRequest, "invalid_event", err.Error(), nil)
 	case errors.Is(err, driver.ErrInvalidInput):
-		d.fail(w, http.StatusBadRequest, "payload refused by the database", err)
+		d.fail(w, http.StatusBadRequest, "invalid_event", "payload refused by the database", err)
 	case errors.Is(err, driver.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
-		d.fail(w, http.StatusServiceUnavailable, "temporarily unavailable", err)
+		d.fail(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable", err)
 	default:
-		d.fail(w, http.StatusInternalServerError, "internal error", err)
+		d.fail(w, http.StatusInternalServerError, "error", "internal error", err)
 	}
 }
 
@@ -104,14 +114,15 @@ type delivery struct {
 	secretIndex int
 	outcome     Outcome
 	status      int
+	class       string
 	reason      string
 	err         error
 }
 
 // fail answers with a JSON error. reason goes to the client; err (internal detail)
 // only to the log.
-func (d *delivery) fail(w http.ResponseWriter, status int, reason string, err error) {
-	d.status, d.reason, d.err = status, reason, err
+func (d *delivery) fail(w http.ResponseWriter, status int, class, reason string, err error) {
+	d.status, d.class, d.reason, d.err = status, class, reason, err
 	writeJSON(w, status, map[string]string{"error": reason})
 }
 

@@ -22,6 +22,7 @@ type Inbox[TTx any] struct {
 	endpoints map[string]*endpoint
 	worker    WorkerConfig
 	logger    *slog.Logger
+	observer  Observer
 
 	mu       sync.RWMutex
 	handlers map[handlerKey]HandlerFunc[TTx]
@@ -57,6 +58,10 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	}
 	if i.logger == nil {
 		i.logger = slog.Default()
+	}
+	i.observer = config.Observer
+	if i.observer == nil {
+		i.observer = nopObserver{}
 	}
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)

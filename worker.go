@@ -96,13 +96,25 @@ func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) erro
 	defer cancel()
 	start := time.Now()
 	err := i.process(pctx, r.Key)
+	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
+	defer func() {
+		info.Latency = time.Since(start)
+		i.observer.Attempt(info)
+	}()
 	switch {
-	case err == nil, errors.Is(err, errAlreadyProcessed):
+	case err == nil:
+		info.Result = AttemptProcessed
+		return nil
+	case errors.Is(err, errAlreadyProcessed):
+		info.Result = AttemptAlreadyProcessed
 		return err
 	}
+	info.Result = AttemptFailed
 	if errors.Is(err, driver.ErrStatementTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		info.Result = AttemptTimeout
 		err = fmt.Errorf("timeout after %s: %w", time.Since(start).Round(time.Millisecond), err)
 	}
+	info.NeedsReview = r.Attempts >= i.worker.MaxAttempts
 	delay := i.worker.RetryDelayFunc(r.Attempts)
 	ferr := i.driver.Executor().InboxRecordFailure(pctx, &driver.InboxFailureParams{
 		Key: r.Key, Error: errorText(err), Delay: delay,

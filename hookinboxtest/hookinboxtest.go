@@ -1,0 +1,38 @@
+// Package hookinboxtest signs webhook requests the way each provider does, for users'
+// own tests and for `hookinbox send`. It is independent of the verifiers in package
+// provider: it computes signatures from each provider's documented scheme.
+//
+//	req, err := hookinboxtest.NewRequest(srv.URL+"/webhooks/stripe", hookinboxtest.Stripe(secret), body)
+package hookinboxtest
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+)
+
+// Signer signs a body for one provider's scheme. Implementations are safe for
+// concurrent use.
+type Signer interface {
+	// Sign returns the headers a provider would send with body at time at.
+	Sign(body []byte, at time.Time) (http.Header, error)
+}
+
+// NewRequest returns a POST of body to url, signed now by s, with a JSON content type.
+func NewRequest(url string, s Signer, body []byte) (*http.Request, error) {
+	h, err := s.Sign(body, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	return req, nil
+}

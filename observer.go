@@ -1,0 +1,61 @@
+package hookinbox
+
+import "time"
+
+// Observer is told of every delivery and every worker attempt, for metrics. Its
+// methods are called synchronously on the request or worker goroutine and must be
+// quick and safe for concurrent use. The information carries no secret or payload.
+type Observer interface {
+	// Delivery is called once per HTTP request to an endpoint, after the answer.
+	Delivery(DeliveryInfo)
+	// Attempt is called once per worker processing attempt.
+	Attempt(AttemptInfo)
+}
+
+// DeliveryInfo describes one HTTP request to an endpoint.
+type DeliveryInfo struct {
+	Endpoint string
+	Provider string
+	// EventType is empty when the request was refused before verification succeeded.
+	EventType string
+	// Outcome is empty when the answer was not 2xx.
+	Outcome Outcome
+	// Status is the HTTP status of the answer.
+	Status int
+	// Reason is the refusal's short class for non-2xx answers: "method", "too_large",
+	// "read", "signature", "unauthorized", "invalid_event", "unavailable" or "error".
+	Reason string
+	// SecretIndex is the position of the secret that verified the signature, or -1.
+	SecretIndex int
+	Latency     time.Duration
+}
+
+// AttemptResult classifies a worker attempt.
+type AttemptResult string
+
+const (
+	// AttemptProcessed: the handler's work committed.
+	AttemptProcessed AttemptResult = "processed"
+	// AttemptFailed: the handler or the database failed; the receipt is retried.
+	AttemptFailed AttemptResult = "failed"
+	// AttemptTimeout: the statement timeout or the lease ran out.
+	AttemptTimeout AttemptResult = "timeout"
+	// AttemptAlreadyProcessed: another worker completed it first (a lease ran out).
+	AttemptAlreadyProcessed AttemptResult = "already_processed"
+)
+
+// AttemptInfo describes one worker attempt.
+type AttemptInfo struct {
+	Endpoint  string
+	EventType string
+	Attempt   int
+	Result    AttemptResult
+	// NeedsReview is true when the attempt failed and was the last one allowed.
+	NeedsReview bool
+	Latency     time.Duration
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Delivery(DeliveryInfo) {}
+func (nopObserver) Attempt(AttemptInfo)   {}
