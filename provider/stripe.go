@@ -4,8 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -63,35 +61,15 @@ var _ Verifier = (*Stripe)(nil)
 // blank or whitespace-padded secret, or a negative tolerance. Errors identify a secret
 // by its position, never by its value.
 func NewStripe(cfg StripeConfig) (*Stripe, error) {
-	if len(cfg.Secrets) == 0 {
-		return nil, errors.New("provider: stripe: no signing secrets configured")
+	secrets, err := secretBytes("stripe", cfg.Secrets)
+	if err != nil {
+		return nil, err
 	}
-	// Copied so that a caller mutating its slice cannot change a verifier that is
-	// already in use by other goroutines.
-	secrets := make([][]byte, len(cfg.Secrets))
-	for i, secret := range cfg.Secrets {
-		switch {
-		case strings.TrimSpace(secret) == "":
-			return nil, fmt.Errorf("provider: stripe: secret %d is empty", i)
-		case strings.TrimSpace(secret) != secret:
-			// Usually a newline picked up from a file or environment variable. It
-			// would be part of the HMAC key, so nothing would ever verify.
-			return nil, fmt.Errorf("provider: stripe: secret %d has leading or trailing whitespace", i)
-		}
-		secrets[i] = []byte(secret)
+	tolerance, err := toleranceOrDefault("stripe", cfg.Tolerance)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Tolerance < 0 {
-		return nil, fmt.Errorf("provider: stripe: tolerance %s is negative", cfg.Tolerance)
-	}
-	tolerance := cfg.Tolerance
-	if tolerance == 0 {
-		tolerance = DefaultTolerance
-	}
-	now := cfg.NowFunc
-	if now == nil {
-		now = time.Now
-	}
-	return &Stripe{secrets: secrets, tolerance: tolerance, now: now}, nil
+	return &Stripe{secrets: secrets, tolerance: tolerance, now: nowOrDefault(cfg.NowFunc)}, nil
 }
 
 // Name returns "stripe".
@@ -138,11 +116,8 @@ func (s *Stripe) Verify(h http.Header, body []byte) (Verified, error) {
 	}
 
 	signedAt := time.Unix(sh.timestamp, 0).UTC()
-	// Sub saturates instead of overflowing, and comparing against both bounds avoids
-	// negating the minimum Duration.
-	if skew := s.now().Sub(signedAt); skew > s.tolerance || skew < -s.tolerance {
-		return Verified{}, fmt.Errorf("stripe: timestamp %d is %s from now, tolerance %s: %w",
-			sh.timestamp, skew, s.tolerance, ErrTimestampOutOfTolerance)
+	if err := checkSkew("stripe", s.now(), signedAt, s.tolerance); err != nil {
+		return Verified{}, err
 	}
 
 	id, typ, err := parseStripeEvent(body)
@@ -243,49 +218,17 @@ func parseStripeHeader(value string) (stripeHeader, error) {
 	return sh, nil
 }
 
-// parseUnixDigits parses a non-empty string of ASCII digits. Unlike strconv.ParseInt
-// alone it refuses a sign, which Stripe never sends.
-func parseUnixDigits(s string) (int64, error) {
-	if s == "" {
-		return 0, errors.New("empty")
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, errors.New("not a digit")
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
-}
-
-// parseStripeEvent extracts the id and type of a verified event body. Keys are matched
-// exactly: encoding/json's struct decoding would also accept "ID" or "Type".
+// parseStripeEvent extracts the id and type of a verified event body.
 func parseStripeEvent(body []byte) (id, typ string, err error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		// The decoder's error is not wrapped: it can quote part of the body.
-		return "", "", fmt.Errorf("stripe: event is not a JSON object: %w", ErrUnparsableEvent)
-	}
-	if id, err = stripeEventString(fields, "id"); err != nil {
+	fields, err := eventObject("stripe", body)
+	if err != nil {
 		return "", "", err
 	}
-	if typ, err = stripeEventString(fields, "type"); err != nil {
+	if id, err = eventString("stripe", fields, "id", false); err != nil {
+		return "", "", err
+	}
+	if typ, err = eventString("stripe", fields, "type", false); err != nil {
 		return "", "", err
 	}
 	return id, typ, nil
-}
-
-// stripeEventString returns the non-empty string value of fields[key].
-func stripeEventString(fields map[string]json.RawMessage, key string) (string, error) {
-	raw, ok := fields[key]
-	if !ok {
-		return "", fmt.Errorf("stripe: event has no %s: %w", key, ErrUnparsableEvent)
-	}
-	var value string
-	if err := json.Unmarshal(raw, &value); err != nil {
-		return "", fmt.Errorf("stripe: event %s is not a string: %w", key, ErrUnparsableEvent)
-	}
-	if value == "" {
-		return "", fmt.Errorf("stripe: event has no %s: %w", key, ErrUnparsableEvent)
-	}
-	return value, nil
 }
