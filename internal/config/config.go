@@ -1,0 +1,121 @@
+// Package config reads the hookinbox binary's configuration: a YAML file (DESIGN.md
+// §6) with environment overrides, and signing secrets taken only from environment
+// variables or files. Load refuses anything it does not understand with an *Error
+// that names the bad key and the reason, so the binary refuses to start rather than
+// run with a configuration that would lose or double-apply events.
+//
+//	cfg, err := config.Load("hookinbox.yaml", config.Options{ResolveSecrets: true})
+package config
+
+import (
+	"time"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+// Defaults of the values a config file may leave out.
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultRetention       = 720 * time.Hour
+	DefaultShutdownTimeout = 25 * time.Second
+)
+
+// Environment variables that override the file.
+const (
+	EnvDatabaseURL = "HOOKINBOX_DATABASE_URL"
+	EnvListen      = "HOOKINBOX_LISTEN"
+)
+
+// Config is a validated configuration.
+type Config struct {
+	// Path is the file the configuration was read from, empty for Default.
+	Path string
+
+	// DatabaseURL is database_url, or HOOKINBOX_DATABASE_URL when set. Empty means
+	// none was given; the command line may still supply one.
+	DatabaseURL string
+
+	// Listen is the address serve listens on.
+	//
+	// Defaults to 127.0.0.1:8080.
+	Listen string
+
+	// Endpoints are the configured endpoints, in file order.
+	Endpoints []Endpoint
+
+	// Worker configures the workers; zero fields take the library's defaults.
+	Worker hookinbox.WorkerConfig
+
+	// Retention is how long processed receipts are kept (retention.processed). It is
+	// never shorter than the longest retry window of the configured providers.
+	//
+	// Defaults to 720 hours.
+	Retention time.Duration
+
+	// AdminTokenEnv names the environment variable that holds the admin page's token.
+	AdminTokenEnv string
+
+	// ShutdownTimeout bounds a graceful shutdown: in-flight requests and events in
+	// progress finish within it.
+	//
+	// Defaults to 25 seconds, inside Kubernetes' default 30 s grace period.
+	ShutdownTimeout time.Duration
+}
+
+// Handler names a built-in handler set.
+type Handler string
+
+const (
+	// HandlerBilling applies Stripe invoice events to invoices and ledger_entries
+	// (package billing).
+	HandlerBilling Handler = "billing"
+	// HandlerNone registers no handler: every event is recorded as ignored, so
+	// retries stay duplicates.
+	HandlerNone Handler = "none"
+	// HandlerForward delivers events through the outbox. Not yet supported.
+	HandlerForward Handler = "forward"
+)
+
+// Endpoint is one validated endpoint.
+type Endpoint struct {
+	Name     string
+	Path     string
+	Provider string
+	Mode     hookinbox.Mode
+	Handler  Handler
+
+	// Tolerance is the signing timestamp's allowed distance from now; zero means the
+	// provider's default.
+	Tolerance time.Duration
+
+	// Options are the provider's scheme-specific parameters.
+	Options map[string]string
+
+	// MaxBodyBytes is the largest accepted body; zero means the library's default
+	// (1 MiB).
+	MaxBodyBytes int64
+
+	// SecretSources say where each secret came from ("env STRIPE_WEBHOOK_SECRET",
+	// "file /run/secrets/stripe"), in the order of the verifier's secret indexes.
+	// They never hold a secret.
+	SecretSources []string
+
+	// Verifier checks the endpoint's signatures. When Load ran without
+	// ResolveSecrets, it holds a placeholder secret and only its Name and
+	// RetryWindow may be used.
+	Verifier provider.Verifier
+}
+
+// MaxRetryWindow returns the longest retry window of the configured providers, and
+// the endpoint that has it; zero and nil without endpoints.
+func (c *Config) MaxRetryWindow() (time.Duration, *Endpoint) {
+	var longest time.Duration
+	var which *Endpoint
+	for i := range c.Endpoints {
+		if w := c.Endpoints[i].Verifier.RetryWindow(); w > longest {
+			longest, which = w, &c.Endpoints[i]
+		}
+	}
+	return longest, which
+}
