@@ -15,6 +15,10 @@ type OutboxMessage struct {
 	EventType     string
 	// Payload is marshalled to JSON unless it is already a json.RawMessage or []byte.
 	Payload any
+	// Destination names the dispatcher's sink that delivers the message.
+	//
+	// Defaults to the dispatcher's default sink.
+	Destination string
 }
 
 // InsertOutboxTx writes msg to the outbox as part of transaction tx, on behalf of the
@@ -40,6 +44,7 @@ func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, m
 		EventType:     msg.EventType,
 		Payload:       payload,
 		Source:        driver.Key{Provider: source.Provider, Endpoint: source.Endpoint, EventID: source.ID},
+		Destination:   msg.Destination,
 	})
 	if err != nil {
 		return 0, err

@@ -90,6 +90,40 @@ type Executor interface {
 	// OutboxInsert inserts an outbox message and returns its id.
 	OutboxInsert(ctx context.Context, params *OutboxInsertParams) (int64, error)
 
+	// OutboxClaim leases up to Limit available, unpublished messages with fewer than
+	// MaxAttempts attempts, skipping rows locked by others, counting the attempt and
+	// giving each a new fencing token larger than every token before it.
+	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*OutboxMessage, error)
+
+	// OutboxMarkPublished marks a message published only if token is still its claim
+	// token. It reports false when a later claim took the message over.
+	OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error)
+
+	// OutboxRecordFailure stores a failed delivery's error and makes the message
+	// available after Delay, only if ClaimToken is still its token.
+	OutboxRecordFailure(ctx context.Context, params *OutboxFailureParams) error
+
+	// OutboxList returns messages, newest first.
+	OutboxList(ctx context.Context, params *OutboxListParams) ([]*OutboxMessage, error)
+
+	// OutboxStats summarises the unpublished messages.
+	OutboxStats(ctx context.Context, maxAttempts int) (*OutboxStats, error)
+
+	// OutboxRetry makes unpublished messages available now with their attempts reset.
+	OutboxRetry(ctx context.Context, params *OutboxRetryParams) (int, error)
+
+	// EffectClaim takes the lease on an effect key when it is new or its holder's lease
+	// ran out, or reports the recorded result, or who holds it until when.
+	EffectClaim(ctx context.Context, params *EffectClaimParams) (*EffectClaim, error)
+
+	// EffectComplete records the result of the call made under token. It reports false
+	// when the lease was lost and the result was not recorded.
+	EffectComplete(ctx context.Context, key string, token int64, result []byte) (bool, error)
+
+	// EffectRelease gives up the lease taken with token, recording nothing, so the
+	// effect can be tried again.
+	EffectRelease(ctx context.Context, key string, token int64) error
+
 	// SetStatementTimeout bounds every later statement of the current transaction.
 	// Only valid on a transaction's executor.
 	SetStatementTimeout(ctx context.Context, timeout time.Duration) error

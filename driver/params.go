@@ -114,4 +114,78 @@ type OutboxInsertParams struct {
 	// Source is the receipt whose processing wrote the message; it seeds the
 	// idempotency key that sinks send downstream.
 	Source Key
+	// Destination names the sink that delivers the message; empty means the
+	// dispatcher's default.
+	Destination string
+}
+
+// OutboxMessage is a row of the outbox as the dispatcher sees it.
+type OutboxMessage struct {
+	ID            int64
+	AggregateType string
+	AggregateID   string
+	EventType     string
+	Payload       []byte
+	Source        Key
+	Destination   string
+	CreatedAt     time.Time
+	Attempts      int
+	// ClaimToken is the fencing token of the claim that returned the message.
+	ClaimToken  int64
+	LastError   string
+	PublishedAt *time.Time
+}
+
+// OutboxClaimParams select and lease messages for a dispatcher.
+type OutboxClaimParams struct {
+	Limit       int
+	Lease       time.Duration
+	MaxAttempts int
+}
+
+// OutboxFailureParams record a failed delivery.
+type OutboxFailureParams struct {
+	ID         int64
+	ClaimToken int64
+	Error      string
+	Delay      time.Duration
+}
+
+// OutboxListParams filter a listing of outbox messages.
+type OutboxListParams struct {
+	NeedsReview bool
+	Pending     bool
+	MaxAttempts int
+	Limit       int
+}
+
+// OutboxStats summarise the outbox.
+type OutboxStats struct {
+	Pending          int64
+	OldestPendingAge time.Duration
+	NeedsReview      int64
+}
+
+// OutboxRetryParams select messages to retry: one ID, or every one that needs review.
+type OutboxRetryParams struct {
+	ID          int64
+	NeedsReview bool
+	MaxAttempts int
+}
+
+// EffectClaimParams take or renew the lease on an effect key.
+type EffectClaimParams struct {
+	Key   string
+	Lease time.Duration
+}
+
+// EffectClaim is the state of an effect key after a claim attempt.
+type EffectClaim struct {
+	// Token is set when this caller now holds the lease and must make the call.
+	Token int64
+	// Done is true when the effect was already recorded; Result is its result.
+	Done   bool
+	Result []byte
+	// LeaseUntil is when another caller's lease ends, when neither of the above.
+	LeaseUntil time.Time
 }

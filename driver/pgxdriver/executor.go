@@ -150,7 +150,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID,
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination),
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))

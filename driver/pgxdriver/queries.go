@@ -139,9 +139,89 @@ SELECT count(*)
 
 	sqlOutboxInsert = `
 INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload,
-                    source_provider, source_endpoint, source_event_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    source_provider, source_endpoint, source_event_id, destination)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING id`
+
+	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,
+       source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
+       created_at, attempts, coalesce(claim_token, 0), coalesce(last_error, ''), published_at`
+
+	// Each claimed row gets its own token from the sequence, so tokens only grow: a
+	// later claim of the same row always holds a larger one.
+	sqlOutboxClaim = `
+UPDATE outbox AS o
+   SET attempts     = o.attempts + 1,
+       available_at = now() + make_interval(secs => $2::float8),
+       claim_token  = nextval('outbox_claim_token_seq')
+  FROM (SELECT id
+          FROM outbox
+         WHERE published_at IS NULL
+           AND available_at <= now()
+           AND attempts < $3
+         ORDER BY available_at, id
+         LIMIT $1
+           FOR UPDATE SKIP LOCKED) AS picked
+ WHERE o.id = picked.id
+RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
+          o.source_provider, o.source_endpoint, o.source_event_id, coalesce(o.destination, ''),
+          o.created_at, o.attempts, o.claim_token, coalesce(o.last_error, ''), o.published_at`
+
+	// The fence: a dispatcher whose lease ran out holds an older token and changes
+	// nothing.
+	sqlOutboxMarkPublished = `
+UPDATE outbox
+   SET published_at = now(), last_error = NULL
+ WHERE id = $1 AND claim_token = $2 AND published_at IS NULL`
+
+	sqlOutboxRecordFailure = `
+UPDATE outbox
+   SET last_error   = $3,
+       available_at = now() + make_interval(secs => $4::float8)
+ WHERE id = $1 AND claim_token = $2 AND published_at IS NULL`
+
+	sqlOutboxList = `
+SELECT ` + sqlOutboxColumns + `
+  FROM outbox
+ WHERE (NOT $1 OR (published_at IS NULL AND attempts >= $3))
+   AND (NOT $2 OR published_at IS NULL)
+ ORDER BY id DESC
+ LIMIT $4`
+
+	sqlOutboxStats = `
+SELECT count(*),
+       coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
+       count(*) FILTER (WHERE attempts >= $1)
+  FROM outbox
+ WHERE published_at IS NULL`
+
+	sqlOutboxRetryOne = `
+UPDATE outbox SET attempts = 0, available_at = now()
+ WHERE id = $1 AND published_at IS NULL`
+
+	sqlOutboxRetryNeedsReview = `
+UPDATE outbox SET attempts = 0, available_at = now()
+ WHERE published_at IS NULL AND attempts >= $1`
+
+	// Takes the key when it is new, or when its holder's lease ran out; a done key is
+	// never taken. The token comes from the outbox's sequence: only its growth matters.
+	sqlEffectClaim = `
+INSERT INTO effects (key, state, token, lease_until)
+VALUES ($1, 'pending', nextval('outbox_claim_token_seq'), now() + make_interval(secs => $2::float8))
+ON CONFLICT (key) DO UPDATE
+   SET token       = EXCLUDED.token,
+       lease_until = EXCLUDED.lease_until
+ WHERE effects.state = 'pending' AND effects.lease_until < now()
+RETURNING token`
+
+	sqlEffectGet = `SELECT state = 'done', result, lease_until FROM effects WHERE key = $1`
+
+	sqlEffectComplete = `
+UPDATE effects
+   SET state = 'done', result = $3, completed_at = now()
+ WHERE key = $1 AND token = $2 AND state = 'pending'`
+
+	sqlEffectRelease = `DELETE FROM effects WHERE key = $1 AND token = $2 AND state = 'pending'`
 
 	sqlSetStatementTimeout = `SELECT set_config('statement_timeout', $1, true)`
 )

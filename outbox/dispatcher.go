@@ -1,0 +1,279 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Sinks deliver messages by destination name. Required: at least one.
+	Sinks map[string]Sink
+
+	// DefaultSink names the sink of messages with no destination. It may be empty
+	// when there is a single sink.
+	DefaultSink string
+
+	// Concurrency is the number of messages delivered at once by this dispatcher.
+	//
+	// Defaults to 4.
+	Concurrency int
+
+	// Lease is how long a claimed message is hidden from other dispatchers. A
+	// dispatcher that outlives its lease loses the message to the next claim, and its
+	// late result is ignored.
+	//
+	// Defaults to 1 minute.
+	Lease time.Duration
+
+	// DeliveryTimeout bounds one delivery. It must be shorter than Lease.
+	//
+	// Defaults to 10 seconds.
+	DeliveryTimeout time.Duration
+
+	// MaxAttempts is the number of deliveries after which a message is no longer
+	// claimed and needs review.
+	//
+	// Defaults to 20.
+	MaxAttempts int
+
+	// PollInterval is how often an idle dispatcher looks for messages.
+	//
+	// Defaults to 1 second.
+	PollInterval time.Duration
+
+	// RetryDelayFunc returns the wait after the given failed attempt.
+	//
+	// Defaults to a jittered exponential delay capped at 10 minutes.
+	RetryDelayFunc func(attempt int) time.Duration
+
+	// Logger receives one line per failed delivery and per lost lease. Payloads are
+	// never logged.
+	//
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+
+	// ObserveFunc, when set, is called after every delivery attempt with the sink's
+	// name and the result ("delivered", "failed", "stale"), e.g. for metrics.
+	ObserveFunc func(sink, result string, latency time.Duration)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.Lease == 0 {
+		c.Lease = time.Minute
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = min(10*time.Second, c.Lease/2)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 20
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.RetryDelayFunc == nil {
+		c.RetryDelayFunc = defaultRetryDelay
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.DefaultSink == "" && len(c.Sinks) == 1 {
+		for name := range c.Sinks {
+			c.DefaultSink = name
+		}
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case len(c.Sinks) == 0:
+		return errors.New("outbox: at least one sink is required")
+	case c.DefaultSink != "" && c.Sinks[c.DefaultSink] == nil:
+		return fmt.Errorf("outbox: default sink %q is not configured", c.DefaultSink)
+	case c.Concurrency < 1, c.MaxAttempts < 1, c.PollInterval <= 0:
+		return errors.New("outbox: concurrency, max attempts and poll interval must be positive")
+	case c.DeliveryTimeout <= 0 || c.DeliveryTimeout >= c.Lease:
+		return fmt.Errorf("outbox: delivery timeout (%s) must be positive and shorter than the lease (%s)", c.DeliveryTimeout, c.Lease)
+	}
+	return nil
+}
+
+// defaultRetryDelay waits about 2^attempt seconds, capped at 10 minutes, jittered in its
+// upper half.
+func defaultRetryDelay(attempt int) time.Duration {
+	const maxDelay = 10 * time.Minute
+	d := maxDelay
+	if attempt < 10 {
+		d = min(maxDelay, time.Duration(1<<max(attempt, 0))*time.Second)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// Dispatcher delivers outbox messages. It is safe to run several, in one process or
+// many, on one database.
+type Dispatcher struct {
+	ex     driver.Executor
+	config Config
+	wake   chan struct{}
+}
+
+// NewDispatcher returns a dispatcher on the executor of a driver (Driver.Executor()).
+func NewDispatcher(ex driver.Executor, config *Config) (*Dispatcher, error) {
+	if config == nil {
+		config = &Config{}
+	}
+	c := config.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{ex: ex, config: c, wake: make(chan struct{}, 1)}, nil
+}
+
+// Notify tells the dispatcher that messages were committed, so an idle one looks now
+// rather than at its next poll. It never blocks.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers messages until ctx is cancelled, then returns after the deliveries in
+// progress end (each is bounded by DeliveryTimeout).
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range d.config.Concurrency {
+		wg.Go(func() { d.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (d *Dispatcher) loop(ctx context.Context) {
+	idle := time.NewTimer(0)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-idle.C:
+		}
+		for ctx.Err() == nil {
+			n, err := d.DispatchOnce(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error claiming", "error", err.Error())
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+			d.Notify() // more may be waiting: let an idle loop look too
+		}
+		p := d.config.PollInterval
+		idle.Reset(p*8/10 + rand.N(p*4/10+1))
+	}
+}
+
+// DispatchOnce claims one message and delivers it. It returns how many it claimed (0
+// or 1). Run calls it in a loop; a cron-like caller may call it directly.
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
+	msgs, err := d.claim(ctx)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	for _, m := range msgs {
+		d.deliverAndMark(ctx, m)
+	}
+	return len(msgs), nil
+}
+
+// claim leases a message in its own committed statement: no transaction is held open
+// while the sink is called.
+func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
+	rows, err := d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
+		Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]*Message, len(rows))
+	for i, r := range rows {
+		msgs[i] = messageFrom(r)
+	}
+	return msgs, nil
+}
+
+// deliverAndMark delivers one claimed message and records the result under its
+// fencing token. A stop request lets the delivery finish within its timeout.
+func (d *Dispatcher) deliverAndMark(ctx context.Context, m *Message) {
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
+	sinkName, err := d.deliver(ctx, m)
+	result := "delivered"
+	if err == nil {
+		ok, merr := d.ex.OutboxMarkPublished(ctx, m.ID, m.FencingToken)
+		switch {
+		case merr != nil:
+			// Delivered but not marked: the lease ends, it is delivered again with the
+			// same idempotency key, and the receiver drops the copy.
+			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error marking published", "outbox_id", m.ID, "error", merr.Error())
+		case !ok:
+			result = "stale"
+			d.config.Logger.WarnContext(ctx, "hookinbox: outbox: lease lost before marking; a later claim owns the message",
+				"outbox_id", m.ID, "fencing_token", m.FencingToken)
+		}
+	} else {
+		result = "failed"
+		d.recordFailure(ctx, m, err)
+	}
+	if d.config.ObserveFunc != nil {
+		d.config.ObserveFunc(sinkName, result, time.Since(start))
+	}
+}
+
+func (d *Dispatcher) deliver(ctx context.Context, m *Message) (string, error) {
+	name := m.Destination
+	if name == "" {
+		name = d.config.DefaultSink
+	}
+	sink := d.config.Sinks[name]
+	if sink == nil {
+		return name, fmt.Errorf("no sink named %q", name)
+	}
+	dctx, cancel := context.WithTimeout(ctx, d.config.DeliveryTimeout)
+	defer cancel()
+	return name, sink.Deliver(dctx, m)
+}
+
+func (d *Dispatcher) recordFailure(ctx context.Context, m *Message, err error) {
+	msg := err.Error()
+	if len(msg) > 2000 {
+		msg = strings.ToValidUTF8(msg[:2000], "")
+	}
+	next := "retry"
+	if m.Attempt >= d.config.MaxAttempts {
+		next = "needs review"
+	}
+	d.config.Logger.WarnContext(ctx, "hookinbox: outbox: delivery failed",
+		"outbox_id", m.ID, "destination", m.Destination, "attempt", m.Attempt, "next", next, "error", msg)
+	if ferr := d.ex.OutboxRecordFailure(ctx, &driver.OutboxFailureParams{
+		ID: m.ID, ClaimToken: m.FencingToken, Error: msg, Delay: d.config.RetryDelayFunc(m.Attempt),
+	}); ferr != nil {
+		d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error recording failure", "outbox_id", m.ID, "error", ferr.Error())
+	}
+}
