@@ -16,7 +16,7 @@ import (
 // fuzzSecret signs the fuzz seeds, including those in testdata/fuzz.
 const fuzzSecret = "whsec_fuzz"
 
-var stripeSentinels = []error{
+var sentinels = []error{
 	provider.ErrMissingSignature,
 	provider.ErrMalformedSignature,
 	provider.ErrNoValidSignature,
@@ -24,10 +24,10 @@ var stripeSentinels = []error{
 	provider.ErrUnparsableEvent,
 }
 
-// checkStripeSentinel fails t unless err wraps one of the package's sentinels.
-func checkStripeSentinel(t *testing.T, err error) {
+// checkSentinel fails t unless err wraps one of the package's sentinels.
+func checkSentinel(t *testing.T, err error) {
 	t.Helper()
-	for _, sentinel := range stripeSentinels {
+	for _, sentinel := range sentinels {
 		if errors.Is(err, sentinel) {
 			return
 		}
@@ -56,7 +56,7 @@ func FuzzStripeHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		got, err := s.Verify(stripeHeader(header), body)
 		if err != nil {
-			checkStripeSentinel(t, err)
+			checkSentinel(t, err)
 			return
 		}
 
