@@ -121,7 +121,7 @@ func decodeError(file string, root *yaml.Node, err error) error {
 	if m := reUnknownField.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		key := m[2]
-		if p := pathAt(root, line); p != "" {
+		if p := pathAt(root, line, key); p != "" {
 			key = p
 		}
 		return &Error{File: file, Key: key, Reason: fmt.Sprintf("unknown key (line %s)%s", m[1], more)}
@@ -129,14 +129,15 @@ func decodeError(file string, root *yaml.Node, err error) error {
 	if m := reLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		reason := strings.ReplaceAll(reValue.ReplaceAllString(m[2], ""), "!!", "") + fmt.Sprintf(" (line %s)%s", m[1], more)
-		return &Error{File: file, Key: pathAt(root, line), Reason: reason}
+		return &Error{File: file, Key: pathAt(root, line, ""), Reason: reason}
 	}
 	return &Error{File: file, Reason: oneLine(reValue.ReplaceAllString(msg, "")) + more}
 }
 
 // pathAt returns the path ("endpoints[0].tolerance") of the deepest mapping key or
-// sequence item that starts on line, or "".
-func pathAt(n *yaml.Node, line int) string {
+// sequence item that starts on line, or "". With key set, only a mapping key of that
+// name matches.
+func pathAt(n *yaml.Node, line int, key string) string {
 	var best string
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -152,7 +153,7 @@ func pathAt(n *yaml.Node, line int) string {
 				if path != "" {
 					p = path + "." + k.Value
 				}
-				if k.Line == line {
+				if k.Line == line && (key == "" || k.Value == key) {
 					best = p
 				}
 				walk(v, p)
@@ -160,7 +161,7 @@ func pathAt(n *yaml.Node, line int) string {
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
 				p := fmt.Sprintf("%s[%d]", path, i)
-				if c.Line == line && c.Kind == yaml.ScalarNode {
+				if c.Line == line && c.Kind == yaml.ScalarNode && key == "" {
 					best = p
 				}
 				walk(c, p)

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) migrateCommand() *cobra.Command {
+	var f dbFlags
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or update the database schema",
+		Long: `Apply every schema migration this binary knows that the database lacks: the inbox
+(webhook_inbox), the outbox and the billing tables. Migrations are forward-only and
+run in one transaction under a lock, so running migrate twice, or from several
+machines at once, is safe.
+
+The database is --database-url, else $HOOKINBOX_DATABASE_URL, else database_url in
+the config file.`,
+		Example: `  hookinbox migrate --database-url postgres://postgres@127.0.0.1:5432/postgres
+  hookinbox migrate --config examples/hookinbox.yaml`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig(&f, false, false)
+			if err != nil {
+				return err
+			}
+			b, err := a.openBackend(cmd.Context(), &f, cfg, false)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			before, _, err := b.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := b.Inbox.Migrate(cmd.Context()); err != nil {
+				return err
+			}
+			after, _, err := b.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if after == before {
+				fmt.Fprintf(a.stdout, "schema already current (version %d)\n", after)
+			} else {
+				fmt.Fprintf(a.stdout, "schema migrated from version %d to %d\n", before, after)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/server"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		f        dbFlags
+		listen   string
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Receive webhooks on the configured endpoints and process them",
+		Long: `Serve every configured endpoint on its path, run the workers for async and hybrid
+endpoints, and serve GET /healthz (process alive), GET /readyz (database reachable
+and schema current) and GET /metrics (Prometheus). Logs are JSON lines on stderr,
+one per delivery (endpoint, event id, type, outcome, latency), never a secret or a
+body.
+
+The config is validated before anything starts; a bad key is refused with exit 2.
+serve does not migrate: run "hookinbox migrate" first (/readyz says so until then).
+
+On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests and
+events in progress finish within shutdown_timeout, and exits 0 (1 if the deadline
+passed). A second signal exits at once with 128+signal. Either way nothing that was
+answered 2xx is lost: a 2xx is only ever sent after commit.`,
+		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usagef("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			cfg, err := a.loadConfig(&f, true, true)
+			if err != nil {
+				return err
+			}
+			if len(cfg.Endpoints) == 0 {
+				return &config.Error{File: cfg.Path, Key: "endpoints", Reason: "at least one endpoint is required"}
+			}
+			if listen != "" {
+				cfg.Listen = listen
+			}
+			url, err := a.databaseURL(&f, cfg)
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			return a.serve(cmd.Context(), cfg, url, logger)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, host:port (overrides $"+config.EnvListen+" and listen)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger *slog.Logger) error {
+	ctx, shutdown := context.WithCancel(ctx)
+	defer shutdown()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		logger.Info("hookinbox: signal received, shutting down; send it again to exit at once", "signal", sig.String())
+		shutdown()
+		sig = <-sigs
+		logger.Warn("hookinbox: second signal, exiting now", "signal", sig.String())
+		// Safe: a request still in its transaction has not been answered, and the
+		// database rolls it back when the connection closes.
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
+
+	metrics := server.NewMetrics()
+	backend, err := server.Open(ctx, url, cfg, server.OpenOptions{Logger: logger, Observer: metrics})
+	if err != nil {
+		if errors.Is(err, server.ErrUnsupportedDatabase) {
+			return &usageError{err}
+		}
+		return err
+	}
+	// Not fatal: the server starts and /readyz reports until the database is back
+	// or migrated, as an orchestrator expects.
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := backend.CheckSchema(checkCtx); err != nil {
+		logger.Warn("hookinbox: not ready yet", "error", err.Error())
+	}
+	cancel()
+	if cfg.AdminTokenEnv != "" {
+		logger.Warn("hookinbox: the admin page is not implemented in this version; admin.token_env is ignored")
+	}
+	for _, ep := range cfg.Endpoints {
+		logger.Info("hookinbox: endpoint", "name", ep.Name, "path", ep.Path, "provider", ep.Provider,
+			"mode", string(ep.Mode), "handler", string(ep.Handler), "secrets", strings.Join(ep.SecretSources, ", "))
+	}
+
+	err = server.New(cfg, backend, metrics, logger).Run(ctx)
+	if err == nil {
+		// Only after a complete shutdown: Close waits for connections in use.
+		backend.Close()
+	}
+	return err
+}

@@ -1,0 +1,137 @@
+// Package server wires the hookinbox binary: an inbox on the configured database with
+// the built-in handlers, the HTTP server that exposes its endpoints with /healthz,
+// /readyz and /metrics, the workers, and the graceful shutdown that ties them together.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/internal/config"
+)
+
+// Inbox is what the binary uses of a *hookinbox.Inbox, whatever its driver's
+// transaction type, so that commands do not depend on one database.
+type Inbox interface {
+	Migrate(ctx context.Context) error
+	Stats(ctx context.Context) (*hookinbox.Stats, error)
+	ListReceipts(ctx context.Context, params hookinbox.ListParams) ([]*hookinbox.Receipt, error)
+	GetReceipt(ctx context.Context, key hookinbox.Key) (*hookinbox.Receipt, error)
+	Retry(ctx context.Context, key hookinbox.Key) (bool, error)
+	RetryNeedsReview(ctx context.Context) (int, error)
+	Cleanup(ctx context.Context, params hookinbox.CleanupParams) (int, error)
+	MinRetention() time.Duration
+	Endpoint(name string) http.Handler
+	Run(ctx context.Context) error
+}
+
+// Backend is an inbox on an open database, with the configured handlers registered.
+type Backend struct {
+	Inbox Inbox
+
+	schemaVersion func(ctx context.Context) (applied, latest int, err error)
+	close         func()
+}
+
+// ErrUnsupportedDatabase is returned by Open for a database URL no driver handles.
+var ErrUnsupportedDatabase = errors.New("unsupported database URL")
+
+// OpenOptions tune Open.
+type OpenOptions struct {
+	// Logger receives the inbox's delivery and worker lines.
+	Logger *slog.Logger
+	// Observer is told of every delivery and attempt.
+	Observer hookinbox.Observer
+}
+
+// Open connects to databaseURL and builds an inbox for cfg's endpoints. It does not
+// wait for the database: a server must start (and report not ready) while the
+// database is down. Close releases the connections.
+//
+// The URL's scheme selects the driver; postgres:// and postgresql:// are the only ones
+// today. An unparsable URL or an unsupported scheme wraps ErrUnsupportedDatabase.
+func Open(ctx context.Context, databaseURL string, cfg *config.Config, opts OpenOptions) (*Backend, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		// url's error quotes the URL, which may hold a password.
+		return nil, fmt.Errorf("%w: cannot parse it", ErrUnsupportedDatabase)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return openPostgres(ctx, databaseURL, cfg, opts)
+	default:
+		return nil, fmt.Errorf("%w: scheme %q (want postgres://)", ErrUnsupportedDatabase, u.Scheme)
+	}
+}
+
+func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, opts OpenOptions) (*Backend, error) {
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("error opening database pool: %w", err)
+	}
+	drv := pgxdriver.New(pool)
+	inbox, err := hookinbox.New(drv, InboxConfig(cfg, opts))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	for _, ep := range cfg.Endpoints {
+		if ep.Handler == config.HandlerBilling {
+			billing.Register(inbox, ep.Name)
+		}
+		// HandlerNone registers nothing: every event is recorded as ignored.
+	}
+	return &Backend{Inbox: inbox, schemaVersion: drv.SchemaVersion, close: pool.Close}, nil
+}
+
+// InboxConfig is the library configuration for cfg.
+func InboxConfig(cfg *config.Config, opts OpenOptions) *hookinbox.Config {
+	hc := &hookinbox.Config{Worker: cfg.Worker, Logger: opts.Logger, Observer: opts.Observer}
+	for _, ep := range cfg.Endpoints {
+		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
+			Name: ep.Name, Verifier: ep.Verifier, Mode: ep.Mode, MaxBodyBytes: ep.MaxBodyBytes,
+		})
+	}
+	return hc
+}
+
+// ErrSchemaNotCurrent means the database's schema is older than this binary's.
+var ErrSchemaNotCurrent = errors.New("database schema is not current")
+
+// SchemaVersion returns the newest applied migration and the newest one this binary
+// knows.
+func (b *Backend) SchemaVersion(ctx context.Context) (applied, latest int, err error) {
+	return b.schemaVersion(ctx)
+}
+
+// CheckSchema returns nil when the schema is at least this binary's version, an error
+// wrapping ErrSchemaNotCurrent when it is older, or the database's error. A newer
+// schema is accepted: migrations are forward-only and additive, and during a rolling
+// deploy the old binary keeps working against the new schema.
+func (b *Backend) CheckSchema(ctx context.Context) error {
+	applied, latest, err := b.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if applied < latest {
+		return fmt.Errorf("%w: version %d, this binary needs %d: run hookinbox migrate", ErrSchemaNotCurrent, applied, latest)
+	}
+	return nil
+}
+
+// Close releases the database connections. It waits for connections in use.
+func (b *Backend) Close() { b.close() }

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// readyTimeout bounds one readiness check, so a database that hangs is reported as
+// unreachable instead of hanging the probe.
+const readyTimeout = 2 * time.Second
+
+// healthz answers 200 while the process serves HTTP. It does not touch the database:
+// a liveness probe that failed with the database would restart every replica during
+// a database outage, which fixes nothing.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// readiness answers /readyz: 200 when the database is reachable and its schema is
+// current, 503 otherwise. It logs changes of state, not every probe.
+type readiness struct {
+	backend *Backend
+	logger  *slog.Logger
+	ready   atomic.Int32 // 0 unknown, 1 ready, 2 not ready
+}
+
+func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	applied, latest, err := rd.backend.SchemaVersion(ctx)
+	body := map[string]any{"schema_version": applied, "schema_latest": latest}
+	switch {
+	case err != nil:
+		rd.transition(ctx, 2, "hookinbox: not ready: database unreachable", "error", err.Error())
+		body["status"], body["error"] = "unavailable", "database unreachable"
+		delete(body, "schema_version")
+		writeJSON(w, http.StatusServiceUnavailable, body)
+	case applied < latest:
+		rd.transition(ctx, 2, "hookinbox: not ready: schema not current", "applied", applied, "latest", latest)
+		body["status"], body["error"] = "schema_not_current", "database schema is not current: run hookinbox migrate"
+		writeJSON(w, http.StatusServiceUnavailable, body)
+	default:
+		rd.transition(ctx, 1, "hookinbox: ready", "schema_version", applied)
+		body["status"] = "ready"
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+func (rd *readiness) transition(ctx context.Context, state int32, msg string, args ...any) {
+	if rd.ready.Swap(state) == state {
+		return
+	}
+	level := slog.LevelInfo
+	if state != 1 {
+		level = slog.LevelWarn
+	}
+	// The probe's own cancellation must not drop the line.
+	rd.logger.Log(context.WithoutCancel(ctx), level, msg, args...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookinbox/hookinbox"
+)
+
+// Metrics exports hookinbox's Prometheus metrics: counters and histograms fed by the
+// inbox's Observer hook, and gauges read from the database (Inbox.Stats) when
+// scraped. It uses a registry of its own, with the Go and process collectors.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	deliveries       *prometheus.CounterVec
+	deliveryDuration *prometheus.HistogramVec
+	secretSlots      *prometheus.CounterVec
+	attempts         *prometheus.CounterVec
+	attemptDuration  *prometheus.HistogramVec
+	exhausted        *prometheus.CounterVec
+}
+
+var _ hookinbox.Observer = (*Metrics)(nil)
+
+// NewMetrics returns the metrics, with nothing observed yet.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_deliveries_total",
+			Help: "HTTP requests to webhook endpoints, by endpoint, outcome (processed, duplicate, ignored, accepted, or the refusal: method, too_large, read, signature, unauthorized, invalid_event, unavailable, error) and status code.",
+		}, []string{"endpoint", "outcome", "status"}),
+		deliveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_delivery_duration_seconds",
+			Help:    "Time from request to answer on webhook endpoints, including the receive transaction.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"endpoint"}),
+		secretSlots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_secret_slot_total",
+			Help: "Verified deliveries by the position of the secret that verified them (0 = first configured); during a rotation, shows when the old secret is no longer used.",
+		}, []string{"endpoint", "slot"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_attempts_total",
+			Help: "Worker processing attempts by endpoint and result (processed, failed, timeout, already_processed).",
+		}, []string{"endpoint", "result"}),
+		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_processing_duration_seconds",
+			Help:    "Duration of worker processing attempts.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"endpoint"}),
+		exhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_attempts_exhausted_total",
+			Help: "Receipts whose last allowed attempt failed: they now need review (see hookinbox events list --needs-review).",
+		}, []string{"endpoint"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.deliveries, m.deliveryDuration, m.secretSlots, m.attempts, m.attemptDuration, m.exhausted,
+	)
+	return m
+}
+
+// Delivery counts one request. Refusals are counted under their reason, so a spike of
+// bad signatures is visible without reading logs.
+func (m *Metrics) Delivery(d hookinbox.DeliveryInfo) {
+	outcome := string(d.Outcome)
+	if outcome == "" {
+		outcome = d.Reason
+	}
+	m.deliveries.WithLabelValues(d.Endpoint, outcome, strconv.Itoa(d.Status)).Inc()
+	m.deliveryDuration.WithLabelValues(d.Endpoint).Observe(d.Latency.Seconds())
+	if d.SecretIndex >= 0 {
+		m.secretSlots.WithLabelValues(d.Endpoint, strconv.Itoa(d.SecretIndex)).Inc()
+	}
+}
+
+// Attempt counts one worker attempt.
+func (m *Metrics) Attempt(a hookinbox.AttemptInfo) {
+	m.attempts.WithLabelValues(a.Endpoint, string(a.Result)).Inc()
+	m.attemptDuration.WithLabelValues(a.Endpoint).Observe(a.Latency.Seconds())
+	if a.NeedsReview {
+		m.exhausted.WithLabelValues(a.Endpoint).Inc()
+	}
+}
+
+// CollectStats exports the inbox's monitoring figures, read with stats at scrape time
+// (at most once per cacheFor, each read bounded by timeout so a slow database cannot
+// hang the scrape).
+func (m *Metrics) CollectStats(stats func(context.Context) (*hookinbox.Stats, error), cacheFor, timeout time.Duration, logger *slog.Logger) {
+	m.registry.MustRegister(&statsCollector{stats: stats, cacheFor: cacheFor, timeout: timeout, logger: logger})
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+var (
+	descUp = prometheus.NewDesc("hookinbox_stats_up",
+		"1 if the last read of the inbox's figures from the database succeeded, else 0 (and the figures below are absent).", nil, nil)
+	descUnprocessed = prometheus.NewDesc("hookinbox_unprocessed",
+		"Receipts not yet processed, including those needing review.", nil, nil)
+	descOldest = prometheus.NewDesc("hookinbox_oldest_unprocessed_age_seconds",
+		"How long the oldest unprocessed receipt has waited; 0 when there is none. The first sign that processing has stalled.", nil, nil)
+	descNeedsReview = prometheus.NewDesc("hookinbox_needs_review",
+		"Unprocessed receipts at max attempts, waiting for a person. Alert on anything but 0.", nil, nil)
+	descRecent = prometheus.NewDesc("hookinbox_received_last_hour",
+		"Receipts received in the last hour, by event type.", []string{"event_type"}, nil)
+)
+
+// statsCollector reads Inbox.Stats when scraped and caches the result briefly, so
+// several scrapers (or a fast scrape interval) cost one query.
+type statsCollector struct {
+	stats    func(context.Context) (*hookinbox.Stats, error)
+	cacheFor time.Duration
+	timeout  time.Duration
+	logger   *slog.Logger
+
+	mu     sync.Mutex
+	at     time.Time
+	cached *hookinbox.Stats
+	err    error
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUp, descUnprocessed, descOldest, descNeedsReview, descRecent} {
+		ch <- d
+	}
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	s, err := c.read()
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(descUnprocessed, prometheus.GaugeValue, float64(s.Unprocessed))
+	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, s.OldestUnprocessedAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(descNeedsReview, prometheus.GaugeValue, float64(s.NeedsReview))
+	for _, tc := range s.ReceivedLastHour {
+		ch <- prometheus.MustNewConstMetric(descRecent, prometheus.GaugeValue, float64(tc.Count), tc.EventType)
+	}
+}
+
+func (c *statsCollector) read() (*hookinbox.Stats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < c.cacheFor {
+		return c.cached, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	s, err := c.stats(ctx)
+	if err != nil && (c.err == nil || c.at.IsZero()) {
+		c.logger.Warn("hookinbox: error reading inbox stats for metrics", "error", err.Error())
+	}
+	c.at, c.cached, c.err = time.Now(), s, err
+	return s, err
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/config"
+)
+
+// HTTP server timeouts. They bound what a slow or malicious client can hold: headers
+// must arrive within ReadHeaderTimeout, a body (at most max_body_bytes) within
+// ReadTimeout. WriteTimeout covers the whole request including a sync handler's
+// transaction; if it expires after commit the sender sees an error and its retry is
+// a duplicate, so nothing is applied twice.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 30 * time.Second
+	WriteTimeout      = 60 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// statsCacheFor and statsTimeout bound the cost of a /metrics scrape.
+const (
+	statsCacheFor = 5 * time.Second
+	statsTimeout  = 3 * time.Second
+)
+
+// ErrShutdownDeadline is returned by Run when in-flight requests or events did not
+// finish within the shutdown timeout. Nothing acknowledged is lost: a request still
+// in flight has not been answered 2xx, and an event still in progress keeps its
+// counted attempt and is claimed again when its lease ends.
+var ErrShutdownDeadline = errors.New("shutdown deadline exceeded")
+
+// Server serves a configuration: every endpoint on its path, /healthz, /readyz and
+// /metrics, and the workers.
+type Server struct {
+	cfg     *config.Config
+	backend *Backend
+	metrics *Metrics
+	logger  *slog.Logger
+	srv     *http.Server
+}
+
+// New returns a server for cfg on backend. metrics must be the Observer the backend's
+// inbox was opened with.
+func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Logger) *Server {
+	metrics.CollectStats(backend.Inbox.Stats, statsCacheFor, statsTimeout, logger)
+	mux := http.NewServeMux()
+	for _, ep := range cfg.Endpoints {
+		// Every method: the endpoint itself answers 405 in JSON to anything but POST.
+		mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
+	}
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.Handle("GET /readyz", &readiness{backend: backend, logger: logger})
+	mux.Handle("GET /metrics", metrics.Handler())
+	return &Server{
+		cfg: cfg, backend: backend, metrics: metrics, logger: logger,
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: ReadHeaderTimeout,
+			ReadTimeout:       ReadTimeout,
+			WriteTimeout:      WriteTimeout,
+			IdleTimeout:       IdleTimeout,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		},
+	}
+}
+
+// Run listens on the configured address, serves, and runs the workers until ctx is
+// cancelled, then shuts down gracefully: it stops accepting connections, lets
+// in-flight requests finish and be answered, stops the workers from claiming and
+// lets the events in progress finish, all within cfg.ShutdownTimeout. It returns nil
+// after a complete shutdown and ErrShutdownDeadline if the deadline passed first.
+//
+// A 2xx is only ever answered after commit, so an interruption at any point, even a
+// forced exit, loses nothing that was acknowledged.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", s.cfg.Listen, err)
+	}
+	endpoints := make([]string, 0, len(s.cfg.Endpoints))
+	for _, ep := range s.cfg.Endpoints {
+		endpoints = append(endpoints, fmt.Sprintf("%s %s (%s, %s, %s)", ep.Path, ep.Name, ep.Provider, ep.Mode, ep.Handler))
+	}
+	// The bound address, so that "listen: 127.0.0.1:0" can be found.
+	s.logger.Info("hookinbox: listening", "addr", ln.Addr().String(), "endpoints", endpoints)
+
+	// Workers outlive ctx: they are stopped below, as part of the shutdown sequence.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	workersDone := make(chan struct{})
+	go func() {
+		defer close(workersDone)
+		if err := s.backend.Inbox.Run(workCtx); err != nil {
+			s.logger.Error("hookinbox: workers stopped", "error", err.Error())
+		}
+	}()
+	served := make(chan error, 1)
+	go func() { served <- s.srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		// The listener failed: nothing more can be received. Stop the workers too.
+		stopWork()
+		<-workersDone
+		return fmt.Errorf("error serving: %w", err)
+	case <-ctx.Done():
+	}
+
+	s.logger.Info("hookinbox: shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	deadline, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	stopWork()
+	// Request contexts are not cancelled by Shutdown: a handler in its transaction
+	// commits and answers, or fails and answers 5xx.
+	shutdownErr := s.srv.Shutdown(deadline)
+	select {
+	case <-workersDone:
+	case <-deadline.Done():
+	}
+	if shutdownErr != nil || deadline.Err() != nil {
+		_ = s.srv.Close()
+		s.logger.Warn("hookinbox: shutdown deadline exceeded; unanswered requests will be retried by their senders, events in progress when their lease ends",
+			"timeout", s.cfg.ShutdownTimeout.String())
+		return ErrShutdownDeadline
+	}
+	s.logger.Info("hookinbox: stopped")
+	return nil
+}
