@@ -31,6 +31,25 @@ type Verifier interface {
 	RetryWindow() time.Duration
 }
 
+// Challenger is implemented by verifiers of schemes in which the provider checks an
+// endpoint with a signed challenge before it delivers events there, such as Slack's
+// url_verification. Receivers test for it with a type assertion:
+//
+//	if c, ok := verifier.(provider.Challenger); ok {
+//		if response, ok := c.Challenge(v); ok {
+//			// answer 200 with response, Content-Type application/json
+//		}
+//	}
+//
+// A challenge is verified like any delivery, so Challenge is only asked after Verify
+// succeeded, with the Verified it returned. It is not a business event: no handler is
+// registered for its type, and the receiver need not record it.
+type Challenger interface {
+	// Challenge returns the body to answer a verified challenge with, and true; or
+	// nil and false if v is not a challenge.
+	Challenge(v Verified) (response []byte, ok bool)
+}
+
 // Verified is an event whose signature matched one of the endpoint's secrets.
 type Verified struct {
 	// ID is the provider's unique id of the event or delivery.
