@@ -179,6 +179,11 @@ func TestGitHubAgreesWithGoGitHub(t *testing.T) {
 func TestGitHubRejects(t *testing.T) {
 	t.Parallel()
 
+	testRejections(t, newTestGitHub(t, testSecret), githubRejections(), testSecret, testBodyMarker)
+}
+
+// githubRejections returns the requests a GitHub verifier of testSecret must refuse.
+func githubRejections() []rejection {
 	good := "sha256=" + hexMAC(sha256.New, testSecret, githubBody)
 	sig := func(v string) http.Header { return githubHeader(v, "issues") }
 
@@ -189,7 +194,7 @@ func TestGitHubRejects(t *testing.T) {
 	onlySHA1 := sig("")
 	onlySHA1.Set("X-Hub-Signature", "sha1="+hexMAC(sha1.New, testSecret, githubBody))
 
-	testRejections(t, newTestGitHub(t, testSecret), []rejection{
+	return []rejection{
 		{"no header", sig(""), githubBody, provider.ErrMissingSignature},
 		{"nil header", nil, githubBody, provider.ErrMissingSignature},
 		{"empty header", empty, githubBody, provider.ErrMissingSignature},
@@ -209,7 +214,7 @@ func TestGitHubRejects(t *testing.T) {
 		{"unknown version alone (sha512)", sig("sha512=" + hexMAC(sha512.New, testSecret, githubBody)), githubBody, provider.ErrNoValidSignature},
 		{"sha1 in the sha256 header", sig("sha1=" + hexMAC(sha1.New, testSecret, githubBody)), githubBody, provider.ErrNoValidSignature},
 		{"prefix in other case", sig("SHA256=" + good[len("sha256="):]), githubBody, provider.ErrNoValidSignature},
-	}, testSecret, testBodyMarker)
+	}
 }
 
 func TestGitHubRotation(t *testing.T) {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -29,9 +30,84 @@ var constructors = map[string]func(Options) (Verifier, error){
 		}
 		return NewStripe(StripeConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
 	},
+	"github": func(o Options) (Verifier, error) {
+		if err := noParams("github", o.Params); err != nil {
+			return nil, err
+		}
+		return NewGitHub(GitHubConfig{Secrets: o.Secrets})
+	},
+	"shopify": func(o Options) (Verifier, error) {
+		if err := noParams("shopify", o.Params); err != nil {
+			return nil, err
+		}
+		return NewShopify(ShopifyConfig{Secrets: o.Secrets})
+	},
+	"slack": func(o Options) (Verifier, error) {
+		if err := noParams("slack", o.Params); err != nil {
+			return nil, err
+		}
+		return NewSlack(SlackConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"standardwebhooks": func(o Options) (Verifier, error) {
+		if err := knownParams("standardwebhooks", o.Params, "retry_window"); err != nil {
+			return nil, err
+		}
+		retryWindow, err := durationParam("standardwebhooks", o.Params, "retry_window")
+		if err != nil {
+			return nil, err
+		}
+		return NewStandardWebhooks(StandardWebhooksConfig{
+			Secrets: o.Secrets, Tolerance: o.Tolerance, RetryWindow: retryWindow, NowFunc: o.NowFunc,
+		})
+	},
+	"hmac": func(o Options) (Verifier, error) {
+		if err := knownParams("hmac", o.Params, hmacParams...); err != nil {
+			return nil, err
+		}
+		retryWindow, err := durationParam("hmac", o.Params, "retry_window")
+		if err != nil {
+			return nil, err
+		}
+		p := o.Params
+		return NewHMAC(HMACConfig{
+			Secrets:         o.Secrets,
+			Header:          p["header"],
+			Prefix:          p["prefix"],
+			Algorithm:       p["algorithm"],
+			Encoding:        p["encoding"],
+			TimestampHeader: p["timestamp_header"],
+			SignedPayload:   p["signed_payload"],
+			IDHeader:        p["id_header"],
+			IDField:         p["id_field"],
+			TypeHeader:      p["type_header"],
+			TypeField:       p["type_field"],
+			Tolerance:       o.Tolerance,
+			RetryWindow:     retryWindow,
+			NowFunc:         o.NowFunc,
+		})
+	},
 }
 
-// New builds the verifier of the named provider, as selected by `provider:` in config.
+// hmacParams are the params of the generic hmac scheme, each documented on the
+// HMACConfig field it sets.
+var hmacParams = []string{
+	"header", "prefix", "algorithm", "encoding", "timestamp_header", "signed_payload",
+	"id_header", "id_field", "type_header", "type_field", "retry_window",
+}
+
+// New builds the verifier of the named provider, as selected by `provider:` in config:
+//
+//	stripe            NewStripe; no params
+//	github            NewGitHub; no params; Tolerance unused (no timestamp)
+//	shopify           NewShopify; no params; Tolerance unused (no signed timestamp)
+//	slack             NewSlack; no params
+//	standardwebhooks  NewStandardWebhooks (Svix too); param retry_window
+//	hmac              NewHMAC; params header, prefix, algorithm, encoding,
+//	                  timestamp_header, signed_payload, id_header, id_field,
+//	                  type_header, type_field, retry_window (see HMACConfig)
+//
+// An unknown name, an unknown param key and a bad param value are errors that name
+// them; secrets never appear in errors.
 func New(name string, o Options) (Verifier, error) {
 	c, ok := constructors[name]
 	if !ok {
@@ -55,4 +131,34 @@ func noParams(provider string, params map[string]string) error {
 		return fmt.Errorf("provider %s takes no option %q", provider, k)
 	}
 	return nil
+}
+
+// knownParams refuses a key of params that is not among known, naming the first such
+// key in sorted order. A misspelt key would otherwise leave its setting at the
+// default without a word.
+func knownParams(provider string, params map[string]string, known ...string) error {
+	var unknown []string
+	for k := range params {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("provider %s takes no option %q (known: %v)", provider, unknown[0], known)
+	}
+	return nil
+}
+
+// durationParam parses params[key] as a Go duration; absent or empty is zero.
+func durationParam(provider string, params map[string]string, key string) (time.Duration, error) {
+	value := params[key]
+	if value == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("provider %s: option %s %q is not a duration such as \"24h\"", provider, key, value)
+	}
+	return d, nil
 }

@@ -1,0 +1,370 @@
+package provider_test
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	svix "github.com/svix/svix-webhooks/go"
+
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+const (
+	// swVectorSecret, swVectorID, swVectorTimestamp, swVectorBody and swVectorSignature
+	// are the Standard Webhooks specification's published example.
+	swVectorSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	swVectorID        = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+	swVectorTimestamp = 1614265330
+	swVectorBody      = `{"test": 2432232314}`
+	swVectorSignature = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+	// swSecret and swOtherSecret are Standard Webhooks secrets: whsec_ and base64.
+	swSecret      = swVectorSecret
+	swOtherSecret = "whsec_aG9va2luYm94LW90aGVyLWtleS0yMDI0"
+
+	swID = "msg_2KWPBgLlAfxdpx2AI54pPJ85f1W"
+)
+
+// swBody is a Svix-style event with irregular spacing, so that re-serializing it
+// changes its bytes.
+var swBody = []byte(`{"type": "invoice.paid",  "timestamp": "2024-01-01T00:00:00Z",
+  "data": {"id": "in_1", "note": "` + testBodyMarker + `"}}`)
+
+// swSign returns the Standard Webhooks library's signature ("v1,<base64>").
+func swSign(t testing.TB, secret, id string, at time.Time, body []byte) string {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatalf("standardwebhooks.NewWebhook: %v", err)
+	}
+	sig, err := wh.Sign(id, at, body)
+	if err != nil {
+		t.Fatalf("standardwebhooks Sign: %v", err)
+	}
+	return sig
+}
+
+// svixSign returns the Svix library's signature ("v1,<base64>").
+func svixSign(t testing.TB, secret, id string, at time.Time, body []byte) string {
+	t.Helper()
+	wh, err := svix.NewWebhook(secret)
+	if err != nil {
+		t.Fatalf("svix.NewWebhook: %v", err)
+	}
+	sig, err := wh.Sign(id, at, body)
+	if err != nil {
+		t.Fatalf("svix Sign: %v", err)
+	}
+	return sig
+}
+
+// swHeader returns the three headers under prefix ("webhook" or "svix"), leaving out
+// the empty ones.
+func swHeader(prefix, id, ts, sig string) http.Header {
+	h := http.Header{}
+	for name, value := range map[string]string{"-id": id, "-timestamp": ts, "-signature": sig} {
+		if value != "" {
+			h.Set(prefix+name, value)
+		}
+	}
+	return h
+}
+
+func unix(at time.Time) string { return strconv.FormatInt(at.Unix(), 10) }
+
+func newTestStandardWebhooks(t testing.TB, now time.Time, secrets ...string) *provider.StandardWebhooks {
+	t.Helper()
+	s, err := provider.NewStandardWebhooks(provider.StandardWebhooksConfig{
+		Secrets: secrets,
+		NowFunc: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatalf("NewStandardWebhooks: %v", err)
+	}
+	return s
+}
+
+// librariesAccept reports the verdicts of the Standard Webhooks and Svix libraries,
+// ignoring the timestamp's distance from the real clock.
+func librariesAccept(t testing.TB, h http.Header, body []byte, secret string) (standard, svixErr error) {
+	t.Helper()
+	sw, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := svix.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sw.VerifyIgnoringTimestamp(body, h), sv.VerifyIgnoringTimestamp(body, h)
+}
+
+func TestStandardWebhooksNameAndRetryWindow(t *testing.T) {
+	t.Parallel()
+
+	var v provider.Verifier = newTestStandardWebhooks(t, testNow, swSecret)
+	if got := v.Name(); got != "standardwebhooks" {
+		t.Errorf("Name() = %q, want %q", got, "standardwebhooks")
+	}
+	if got := v.RetryWindow(); got != 72*time.Hour {
+		t.Errorf("RetryWindow() = %s, want 72h", got)
+	}
+	v, err := provider.New("standardwebhooks", provider.Options{Secrets: []string{swSecret}, Params: map[string]string{"retry_window": "30h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.RetryWindow(); got != 30*time.Hour {
+		t.Errorf("RetryWindow() with retry_window 30h = %s", got)
+	}
+}
+
+// TestStandardWebhooksPublishedVector checks the specification's example. Its body
+// has no "type", so Verify refuses the event after the signature matched:
+// ErrUnparsableEvent, where a signature mismatch would be ErrNoValidSignature.
+func TestStandardWebhooksPublishedVector(t *testing.T) {
+	t.Parallel()
+
+	at := time.Unix(swVectorTimestamp, 0)
+	body := []byte(swVectorBody)
+	if got := swSign(t, swVectorSecret, swVectorID, at, body); got != swVectorSignature {
+		t.Fatalf("the library's signature = %s, want the published %s", got, swVectorSignature)
+	}
+
+	s := newTestStandardWebhooks(t, at, swVectorSecret)
+	ts := strconv.Itoa(swVectorTimestamp)
+	_, err := s.Verify(swHeader("webhook", swVectorID, ts, swVectorSignature), body)
+	if !errors.Is(err, provider.ErrUnparsableEvent) || !strings.Contains(err.Error(), "no type") {
+		t.Errorf("Verify(published vector) error = %v, want %v for a missing type (signature accepted)", err, provider.ErrUnparsableEvent)
+	}
+	_, err = s.Verify(swHeader("webhook", swVectorID, ts, lastBase64Changed(swVectorSignature)), body)
+	if !errors.Is(err, provider.ErrNoValidSignature) {
+		t.Errorf("Verify(vector with a character changed) error = %v, want %v", err, provider.ErrNoValidSignature)
+	}
+}
+
+// TestStandardWebhooksVerifiesLibrarySignatures signs with each official library and
+// verifies with ours, under the header names each library reads.
+func TestStandardWebhooksVerifiesLibrarySignatures(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swSecret)
+	for _, tt := range []struct {
+		library, prefix string
+		sign            func(testing.TB, string, string, time.Time, []byte) string
+	}{
+		{"standard-webhooks", "webhook", swSign},
+		{"svix", "svix", svixSign},
+		{"svix under webhook-*", "webhook", svixSign},
+	} {
+		h := swHeader(tt.prefix, swID, unix(testNow), tt.sign(t, swSecret, swID, testNow, swBody))
+		got, err := s.Verify(h, swBody)
+		if err != nil {
+			t.Fatalf("%s: Verify: %v", tt.library, err)
+		}
+		if got.ID != swID || got.Type != "invoice.paid" || !bytes.Equal(got.Body, swBody) ||
+			got.SecretIndex != 0 || !got.Timestamp.Equal(testNow) {
+			t.Errorf("%s: Verify = %+v", tt.library, got)
+		}
+	}
+}
+
+// TestStandardWebhooksAgreesWithLibraries cross-checks verdicts with both libraries.
+// They differ only where hookinbox is deliberately stricter (it refuses a signature
+// header with an element that is not version,signature, and a v1 value with a second
+// comma, which the libraries skip or truncate) and where the libraries differ among
+// themselves (the standard-webhooks library reads only webhook-*).
+func TestStandardWebhooksAgreesWithLibraries(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swSecret)
+	ts := unix(testNow)
+	good := swSign(t, swSecret, swID, testNow, swBody)
+	wrong := swSign(t, swOtherSecret, swID, testNow, swBody)
+	h := func(sig string) http.Header { return swHeader("webhook", swID, ts, sig) }
+	mixed := swHeader("webhook", swID, ts, "")
+	mixed.Set("svix-signature", good)
+
+	tests := []struct {
+		name         string
+		header       http.Header
+		body         []byte
+		wantOurs     bool
+		wantStandard bool
+		wantSvix     bool
+	}{
+		{"good", h(good), swBody, true, true, true},
+		{"bad then good", h(wrong + " " + good), swBody, true, true, true},
+		{"v1a then good", h("v1a,c2lnbmF0dXJl " + good), swBody, true, true, true},
+		{"leading zero in timestamp", swHeader("webhook", swID, "0"+ts, good), swBody, true, true, true},
+		{"svix headers", swHeader("svix", swID, ts, good), swBody, true, false, true},
+		{"wrong secret", h(wrong), swBody, false, false, false},
+		{"truncated", h(good[:24]), swBody, false, false, false},
+		{"last character changed", h(lastBase64Changed(good)), swBody, false, false, false},
+		{"body changed", h(good), oneByteChanged(swBody, testBodyMarker), false, false, false},
+		{"body re-serialized", h(good), reserialized(swBody), false, false, false},
+		{"v2 only", h("v2," + good[3:]), swBody, false, false, false},
+		{"signature for another id", swHeader("webhook", swID+"x", ts, good), swBody, false, false, false},
+		{"mixed header sets", mixed, swBody, false, false, false},
+		{"element without comma, then good", h("v1 " + good), swBody, false, true, true},
+		{"good with a trailing field", h(good + ",extra"), swBody, false, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			_, ours := s.Verify(tt.header, tt.body)
+			standard, svixErr := librariesAccept(t, tt.header, tt.body, swSecret)
+			if (ours == nil) != tt.wantOurs || (standard == nil) != tt.wantStandard || (svixErr == nil) != tt.wantSvix {
+				t.Errorf("ours: %v, standard-webhooks: %v, svix: %v, want ok %t, %t, %t",
+					ours, standard, svixErr, tt.wantOurs, tt.wantStandard, tt.wantSvix)
+			}
+		})
+	}
+}
+
+func TestStandardWebhooksRejects(t *testing.T) {
+	t.Parallel()
+
+	ts := unix(testNow)
+	good := swSign(t, swSecret, swID, testNow, swBody)
+	h := func(sig string) http.Header { return swHeader("webhook", swID, ts, sig) }
+	signedAt := func(at time.Time) http.Header {
+		return swHeader("webhook", swID, unix(at), swSign(t, swSecret, swID, at, swBody))
+	}
+	twoSigs := h(good)
+	twoSigs.Add("webhook-signature", good)
+	twoIDs := h(good)
+	twoIDs.Add("webhook-id", swID)
+
+	testRejections(t, newTestStandardWebhooks(t, testNow, swSecret), []rejection{
+		{"no header", http.Header{}, swBody, provider.ErrMissingSignature},
+		{"nil header", nil, swBody, provider.ErrMissingSignature},
+		{"no signature", h(""), swBody, provider.ErrMissingSignature},
+		{"no id", swHeader("webhook", "", ts, good), swBody, provider.ErrMissingSignature},
+		{"no timestamp", swHeader("webhook", swID, "", good), swBody, provider.ErrMissingSignature},
+		{"two signature headers", twoSigs, swBody, provider.ErrMalformedSignature},
+		{"two id headers", twoIDs, swBody, provider.ErrMalformedSignature},
+		{"garbage", h("garbage"), swBody, provider.ErrMalformedSignature},
+		{"header too long", h(good + " v1," + strings.Repeat("A", 8<<10)), swBody, provider.ErrMalformedSignature},
+		{"too many signatures", h(strings.Repeat("v1,AAAA ", 32) + good), swBody, provider.ErrMalformedSignature},
+		{"timestamp not a number", swHeader("webhook", swID, "soon", good), swBody, provider.ErrMalformedSignature},
+		{"timestamp signed", swHeader("webhook", swID, "+"+ts, good), swBody, provider.ErrMalformedSignature},
+		{"timestamp overflows", swHeader("webhook", swID, "99999999999999999999", good), swBody, provider.ErrMalformedSignature},
+		{"wrong secret", h(swSign(t, swOtherSecret, swID, testNow, swBody)), swBody, provider.ErrNoValidSignature},
+		{"truncated signature", h(good[:30]), swBody, provider.ErrNoValidSignature},
+		{"padding dropped", h(strings.TrimRight(good, "=")), swBody, provider.ErrNoValidSignature},
+		{"last character changed", h(lastBase64Changed(good)), swBody, provider.ErrNoValidSignature},
+		{"one byte changed in body", h(good), oneByteChanged(swBody, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", h(good), reserialized(swBody), provider.ErrNoValidSignature},
+		{"empty body", h(good), nil, provider.ErrNoValidSignature},
+		{"signature for another id", swHeader("webhook", "msg_other", ts, good), swBody, provider.ErrNoValidSignature},
+		{"signature for another timestamp", swHeader("webhook", swID, unix(testNow.Add(time.Second)), good), swBody, provider.ErrNoValidSignature},
+		{"unknown version alone (v1a)", h("v1a," + good[3:]), swBody, provider.ErrNoValidSignature},
+		{"unknown version alone (v2)", h("v2," + good[3:]), swBody, provider.ErrNoValidSignature},
+		{"only spaces", h("   "), swBody, provider.ErrNoValidSignature},
+		{"too old", signedAt(testNow.Add(-provider.DefaultTolerance - time.Second)), swBody, provider.ErrTimestampOutOfTolerance},
+		{"too far in the future", signedAt(testNow.Add(provider.DefaultTolerance + time.Second)), swBody, provider.ErrTimestampOutOfTolerance},
+	}, swSecret, strings.TrimPrefix(swSecret, "whsec_"), testBodyMarker)
+}
+
+func TestStandardWebhooksAcceptsOneBadOneGoodSignature(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swSecret)
+	sig := swSign(t, swOtherSecret, swID, testNow, swBody) + " " + swSign(t, swSecret, swID, testNow, swBody)
+	if _, err := s.Verify(swHeader("webhook", swID, unix(testNow), sig), swBody); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}
+
+func TestStandardWebhooksRotation(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swOtherSecret, swSecret)
+	for i, secret := range []string{swOtherSecret, swSecret} {
+		got, err := s.Verify(swHeader("webhook", swID, unix(testNow), swSign(t, secret, swID, testNow, swBody)), swBody)
+		if err != nil {
+			t.Fatalf("secret %d: Verify: %v", i, err)
+		}
+		if got.SecretIndex != i {
+			t.Errorf("secret %d: SecretIndex = %d", i, got.SecretIndex)
+		}
+	}
+}
+
+// TestStandardWebhooksHeaderSets checks that the webhook-* set wins when present and
+// the two sets are never mixed.
+func TestStandardWebhooksHeaderSets(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swSecret)
+	ts := unix(testNow)
+	good := swSign(t, swSecret, swID, testNow, swBody)
+
+	both := swHeader("webhook", swID, ts, good)
+	for k, v := range swHeader("svix", "msg_other", ts, "v1,AAAA") {
+		both[k] = v
+	}
+	if got, err := s.Verify(both, swBody); err != nil || got.ID != swID {
+		t.Errorf("both sets: Verify = %+v, %v, want the webhook-* set verified", got, err)
+	}
+
+	mixed := swHeader("webhook", swID, "", "")
+	for k, v := range swHeader("svix", "", ts, good) {
+		mixed[k] = v
+	}
+	if _, err := s.Verify(mixed, swBody); !errors.Is(err, provider.ErrMissingSignature) {
+		t.Errorf("webhook-id with svix-timestamp and svix-signature: Verify error = %v, want %v", err, provider.ErrMissingSignature)
+	}
+}
+
+func TestNewStandardWebhooksSecrets(t *testing.T) {
+	t.Parallel()
+
+	unprefixed := strings.TrimPrefix(swSecret, "whsec_")
+	s := newTestStandardWebhooks(t, testNow, unprefixed)
+	if _, err := s.Verify(swHeader("webhook", swID, unix(testNow), swSign(t, swSecret, swID, testNow, swBody)), swBody); err != nil {
+		t.Errorf("secret without whsec_: Verify: %v", err)
+	}
+
+	for _, secret := range []string{"whsec_", "whsec_not base64!", "whsec_" + unprefixed[:len(unprefixed)-1], "not_base64_either"} {
+		_, err := provider.NewStandardWebhooks(provider.StandardWebhooksConfig{Secrets: []string{swSecret, secret}})
+		if err == nil {
+			t.Errorf("NewStandardWebhooks(%q) succeeded", secret)
+			continue
+		}
+		checkErrorHides(t, err, secret, unprefixed)
+		if !strings.Contains(err.Error(), "secret 1") {
+			t.Errorf("error %q does not name secret 1", err)
+		}
+	}
+	if _, err := provider.NewStandardWebhooks(provider.StandardWebhooksConfig{Secrets: []string{swSecret}, RetryWindow: -time.Hour}); err == nil {
+		t.Errorf("negative retry window accepted")
+	}
+}
+
+func TestStandardWebhooksUnparsableEvent(t *testing.T) {
+	t.Parallel()
+
+	s := newTestStandardWebhooks(t, testNow, swSecret)
+	for body, wantText := range map[string]string{
+		`{"data":{}}`:             "no type",
+		`{"type":""}`:             "no type",
+		`{"type":["a"]}`:          "type is not a string",
+		`{"Type":"invoice.paid"}`: "no type",
+		`[]`:                      "not a JSON object",
+		`x`:                       "not a JSON object",
+	} {
+		b := []byte(body)
+		_, err := s.Verify(swHeader("webhook", swID, unix(testNow), swSign(t, swSecret, swID, testNow, b)), b)
+		if !errors.Is(err, provider.ErrUnparsableEvent) || !strings.Contains(err.Error(), wantText) {
+			t.Errorf("body %s: Verify error = %v, want %v mentioning %q", body, err, provider.ErrUnparsableEvent, wantText)
+		}
+	}
+}
