@@ -1,6 +1,12 @@
 // Package hookinboxtest signs webhook requests the way each provider does, for users'
 // own tests and for `hookinbox send`. It is independent of the verifiers in package
-// provider: it computes signatures from each provider's documented scheme.
+// provider: it computes signatures from each provider's documented scheme, and its
+// tests check them against the providers' own libraries.
+//
+// There is one signer per scheme (Stripe, GitHub, Shopify, Slack, StandardWebhooks,
+// Svix, HMAC), and SignerFor picks one by provider name. Schemes that send the event's
+// id or type in headers have an EventSigner, whose Sign reads them from the body's
+// "id" and "type" and whose SignEvent takes them as arguments.
 //
 //	req, err := hookinboxtest.NewRequest(srv.URL+"/webhooks/stripe", hookinboxtest.Stripe(secret), body)
 package hookinboxtest

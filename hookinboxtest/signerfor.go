@@ -1,0 +1,89 @@
+package hookinboxtest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// signerParams are the params each scheme's signer accepts: those of the provider of
+// the same name, so that an endpoint's configuration can be passed as it is. Params
+// that only concern the receiver (retry_window, id_field, type_field) are accepted and
+// ignored.
+var signerParams = map[string][]string{
+	"stripe":           nil,
+	"github":           nil,
+	"shopify":          nil,
+	"slack":            nil,
+	"standardwebhooks": {"retry_window"},
+	"svix":             {"retry_window"},
+	"hmac": {
+		"header", "prefix", "algorithm", "encoding", "timestamp_header", "signed_payload",
+		"id_header", "id_field", "type_header", "type_field", "retry_window",
+	},
+}
+
+// SignerFor returns the signer of the named provider, as `hookinbox send --provider`
+// selects it: stripe, github, shopify, slack, standardwebhooks, svix (Standard
+// Webhooks under svix-* headers) or hmac, with the endpoint's secrets and params.
+//
+// Schemes that carry several signatures (stripe, standardwebhooks, svix) sign with
+// every secret; the others sign with the first. It refuses no secrets, an empty or
+// blank secret, an unknown param key and, for hmac, a scheme HMAC refuses. Errors
+// never contain a secret.
+func SignerFor(provider string, secrets []string, params map[string]string) (Signer, error) {
+	known, ok := signerParams[provider]
+	if !ok {
+		names := make([]string, 0, len(signerParams))
+		for n := range signerParams {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("hookinboxtest: unknown provider %q (known: %v)", provider, names)
+	}
+	var unknown []string
+	for k := range params {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("hookinboxtest: provider %s takes no option %q", provider, unknown[0])
+	}
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("hookinboxtest: %s: no secrets", provider)
+	}
+	for i, secret := range secrets {
+		if strings.TrimSpace(secret) == "" {
+			return nil, fmt.Errorf("hookinboxtest: %s: secret %d is empty", provider, i)
+		}
+	}
+
+	switch provider {
+	case "stripe":
+		return Stripe(secrets...), nil
+	case "github":
+		return GitHub(secrets[0]), nil
+	case "shopify":
+		return Shopify(secrets[0]), nil
+	case "slack":
+		return Slack(secrets[0]), nil
+	case "standardwebhooks":
+		return StandardWebhooks(secrets...), nil
+	case "svix":
+		return Svix(secrets...), nil
+	default: // hmac
+		return HMAC(HMACScheme{
+			Header:          params["header"],
+			Prefix:          params["prefix"],
+			Algorithm:       params["algorithm"],
+			Encoding:        params["encoding"],
+			TimestampHeader: params["timestamp_header"],
+			SignedPayload:   params["signed_payload"],
+			IDHeader:        params["id_header"],
+			TypeHeader:      params["type_header"],
+		}, secrets[0])
+	}
+}
