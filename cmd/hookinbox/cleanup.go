@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/server"
 )
 
 func (a *app) cleanupCommand() *cobra.Command {
@@ -36,32 +38,25 @@ arriving after its receipt was deleted would be processed again.
 			if cmd.Flags().Changed("older-than") && olderThan <= 0 {
 				return usagef("--older-than must be positive")
 			}
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("older-than") {
-				olderThan = cfg.Retention
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			n, err := b.Inbox.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
-			if errors.Is(err, hookinbox.ErrRetentionTooShort) {
-				return &usageError{fmt.Errorf("--older-than %s: %w (%s): a late retry would be processed again; pass --force to delete anyway",
-					olderThan, hookinbox.ErrRetentionTooShort, b.Inbox.MinRetention())}
-			}
-			if err != nil {
-				return fmt.Errorf("error cleaning up after %d deletions: %w", n, err)
-			}
-			if dryRun {
-				fmt.Fprintf(a.stdout, "would delete %d processed receipts older than %s (dry run)\n", n, olderThan)
-			} else {
-				fmt.Fprintf(a.stdout, "deleted %d processed receipts older than %s\n", n, olderThan)
-			}
-			return nil
+			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
+				if !cmd.Flags().Changed("older-than") {
+					olderThan = cfg.Retention
+				}
+				n, err := b.Inbox.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
+				if errors.Is(err, hookinbox.ErrRetentionTooShort) {
+					return &usageError{fmt.Errorf("--older-than %s: %w (%s): a late retry would be processed again; pass --force to delete anyway",
+						olderThan, hookinbox.ErrRetentionTooShort, b.Inbox.MinRetention())}
+				}
+				if err != nil {
+					return fmt.Errorf("error cleaning up after %d deletions: %w", n, err)
+				}
+				if dryRun {
+					fmt.Fprintf(a.stdout, "would delete %d processed receipts older than %s (dry run)\n", n, olderThan)
+				} else {
+					fmt.Fprintf(a.stdout, "deleted %d processed receipts older than %s\n", n, olderThan)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)

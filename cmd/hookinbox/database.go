@@ -83,3 +83,18 @@ func (a *app) openBackend(ctx context.Context, f *dbFlags, cfg *config.Config, c
 	}
 	return b, nil
 }
+
+// withBackend runs fn with the config (secrets not read) and an open database, for an
+// operator command, and closes the database afterwards.
+func (a *app) withBackend(ctx context.Context, f *dbFlags, checkSchema bool, fn func(*config.Config, *server.Backend) error) error {
+	cfg, err := a.loadConfig(f, false, false)
+	if err != nil {
+		return err
+	}
+	b, err := a.openBackend(ctx, f, cfg, checkSchema)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return fn(cfg, b)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/server"
 )
 
 // receiptJSON is a receipt as events list/show --json print it.
@@ -98,36 +99,29 @@ func (a *app) eventsListCommand() *cobra.Command {
 			if limit < 1 {
 				return usagef("--limit must be at least 1")
 			}
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			list, err := b.Inbox.ListReceipts(cmd.Context(), hookinbox.ListParams{
-				Endpoint: endpoint, NeedsReview: needsReview, Unprocessed: unprocessed, Limit: limit,
-			})
-			if err != nil {
-				return err
-			}
-			maxAtt := maxAttempts(cfg)
-			if asJSON {
-				out := make([]receiptJSON, 0, len(list))
-				for _, r := range list {
-					out = append(out, newReceiptJSON(r, maxAtt, false))
+			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
+				list, err := b.Inbox.ListReceipts(cmd.Context(), hookinbox.ListParams{
+					Endpoint: endpoint, NeedsReview: needsReview, Unprocessed: unprocessed, Limit: limit,
+				})
+				if err != nil {
+					return fmt.Errorf("error listing receipts: %w", err)
 				}
-				return json.NewEncoder(a.stdout).Encode(out)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tENDPOINT\tEVENT_ID\tTYPE\tSTATE\tATTEMPTS\tLAST_ERROR")
-			for _, r := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ReceivedAt.Local().Format(time.DateTime),
-					r.Provider, r.Endpoint, r.EventID, r.EventType, state(r, maxAtt), r.Attempts, truncate(r.LastError, 60))
-			}
-			return tw.Flush()
+				maxAtt := maxAttempts(cfg)
+				if asJSON {
+					out := make([]receiptJSON, 0, len(list))
+					for _, r := range list {
+						out = append(out, newReceiptJSON(r, maxAtt, false))
+					}
+					return json.NewEncoder(a.stdout).Encode(out)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tENDPOINT\tEVENT_ID\tTYPE\tSTATE\tATTEMPTS\tLAST_ERROR")
+				for _, r := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ReceivedAt.Local().Format(time.DateTime),
+						r.Provider, r.Endpoint, r.EventID, r.EventType, state(r, maxAtt), r.Attempts, truncate(r.LastError, 60))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	f.register(cmd)
@@ -151,54 +145,51 @@ func (a *app) eventsShowCommand() *cobra.Command {
 		Example: `  hookinbox events show stripe billing evt_1 --config examples/hookinbox.yaml`,
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
 			key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
-			r, err := b.Inbox.GetReceipt(cmd.Context(), key)
-			if err != nil {
-				return err
-			}
-			if r == nil {
-				return fmt.Errorf("no receipt %s %s %s", key.Provider, key.Endpoint, key.EventID)
-			}
-			rj := newReceiptJSON(r, maxAttempts(cfg), true)
-			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(rj)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "provider\t%s\nendpoint\t%s\nevent id\t%s\ntype\t%s\nstate\t%s\nattempts\t%d\n",
-				rj.Provider, rj.Endpoint, rj.EventID, rj.EventType, rj.State, rj.Attempts)
-			fmt.Fprintf(tw, "received\t%s\n", rj.ReceivedAt.Local().Format(time.RFC3339))
-			if rj.ProcessedAt != nil {
-				fmt.Fprintf(tw, "processed\t%s\n", rj.ProcessedAt.Local().Format(time.RFC3339))
-			} else {
-				fmt.Fprintf(tw, "available\t%s\n", rj.AvailableAt.Local().Format(time.RFC3339))
-			}
-			if rj.LastError != "" {
-				fmt.Fprintf(tw, "last error\t%s\n", rj.LastError)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			var pretty bytes.Buffer
-			if json.Indent(&pretty, r.Payload, "", "  ") != nil {
-				pretty.Reset()
-				pretty.Write(r.Payload)
-			}
-			fmt.Fprintf(a.stdout, "payload\n%s\n", pretty.String())
-			return nil
+			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
+				r, err := b.Inbox.GetReceipt(cmd.Context(), key)
+				if err != nil {
+					return fmt.Errorf("error reading receipt: %w", err)
+				}
+				if r == nil {
+					return fmt.Errorf("no receipt %s %s %s", key.Provider, key.Endpoint, key.EventID)
+				}
+				rj := newReceiptJSON(r, maxAttempts(cfg), true)
+				if asJSON {
+					return json.NewEncoder(a.stdout).Encode(rj)
+				}
+				return a.printReceipt(rj)
+			})
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+func (a *app) printReceipt(rj receiptJSON) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "provider\t%s\nendpoint\t%s\nevent id\t%s\ntype\t%s\nstate\t%s\nattempts\t%d\n",
+		rj.Provider, rj.Endpoint, rj.EventID, rj.EventType, rj.State, rj.Attempts)
+	fmt.Fprintf(tw, "received\t%s\n", rj.ReceivedAt.Local().Format(time.RFC3339))
+	if rj.ProcessedAt != nil {
+		fmt.Fprintf(tw, "processed\t%s\n", rj.ProcessedAt.Local().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(tw, "available\t%s\n", rj.AvailableAt.Local().Format(time.RFC3339))
+	}
+	if rj.LastError != "" {
+		fmt.Fprintf(tw, "last error\t%s\n", rj.LastError)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, rj.Payload, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(rj.Payload)
+	}
+	_, err := fmt.Fprintf(a.stdout, "payload\n%s\n", pretty.String())
+	return err
 }
 
 func (a *app) eventsRetryCommand() *cobra.Command {
@@ -227,33 +218,26 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			if allNeedsReview {
-				n, err := b.Inbox.RetryNeedsReview(cmd.Context())
-				if err != nil {
-					return err
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
+				if allNeedsReview {
+					n, err := b.Inbox.RetryNeedsReview(cmd.Context())
+					if err != nil {
+						return fmt.Errorf("error retrying receipts that need review: %w", err)
+					}
+					fmt.Fprintf(a.stdout, "retrying %d receipts\n", n)
+					return nil
 				}
-				fmt.Fprintf(a.stdout, "retrying %d receipts\n", n)
+				key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
+				ok, err := b.Inbox.Retry(cmd.Context(), key)
+				if err != nil {
+					return fmt.Errorf("error retrying receipt: %w", err)
+				}
+				if !ok {
+					return fmt.Errorf("no unprocessed receipt %s %s %s (absent or already processed)", key.Provider, key.Endpoint, key.EventID)
+				}
+				fmt.Fprintf(a.stdout, "retrying %s %s %s\n", key.Provider, key.Endpoint, key.EventID)
 				return nil
-			}
-			key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
-			ok, err := b.Inbox.Retry(cmd.Context(), key)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("no unprocessed receipt %s %s %s (absent or already processed)", key.Provider, key.Endpoint, key.EventID)
-			}
-			fmt.Fprintf(a.stdout, "retrying %s %s %s\n", key.Provider, key.Endpoint, key.EventID)
-			return nil
+			})
 		},
 	}
 	f.register(cmd)

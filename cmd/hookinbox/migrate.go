@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/server"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -22,32 +25,25 @@ the config file.`,
   hookinbox migrate --config examples/hookinbox.yaml`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, false)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			before, _, err := b.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if err := b.Inbox.Migrate(cmd.Context()); err != nil {
-				return err
-			}
-			after, _, err := b.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if after == before {
-				fmt.Fprintf(a.stdout, "schema already current (version %d)\n", after)
-			} else {
-				fmt.Fprintf(a.stdout, "schema migrated from version %d to %d\n", before, after)
-			}
-			return nil
+			return a.withBackend(cmd.Context(), &f, false, func(_ *config.Config, b *server.Backend) error {
+				before, _, err := b.SchemaVersion(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := b.Inbox.Migrate(cmd.Context()); err != nil {
+					return err
+				}
+				after, _, err := b.SchemaVersion(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if after == before {
+					fmt.Fprintf(a.stdout, "schema already current (version %d)\n", after)
+				} else {
+					fmt.Fprintf(a.stdout, "schema migrated from version %d to %d\n", before, after)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)

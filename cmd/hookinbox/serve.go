@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -53,6 +54,9 @@ answered 2xx is lost: a 2xx is only ever sent after commit.`,
 				return &config.Error{File: cfg.Path, Key: "endpoints", Reason: "at least one endpoint is required"}
 			}
 			if listen != "" {
+				if _, _, err := net.SplitHostPort(listen); err != nil {
+					return usagef("--listen %q is not a host:port address", listen)
+				}
 				cfg.Listen = listen
 			}
 			url, err := a.databaseURL(&f, cfg)
@@ -76,10 +80,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
-		sig, ok := <-sigs
-		if !ok {
-			return
-		}
+		sig := <-sigs
 		logger.Info("hookinbox: signal received, shutting down; send it again to exit at once", "signal", sig.String())
 		shutdown()
 		sig = <-sigs

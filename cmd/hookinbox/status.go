@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/server"
 )
 
 // statusJSON is status --json's document. Field names are part of the CLI's contract.
@@ -55,35 +57,31 @@ With --json the figures are one JSON object:
   hookinbox status --database-url postgres://postgres@127.0.0.1:5432/postgres --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(&f, false, false)
-			if err != nil {
-				return err
-			}
-			b, err := a.openBackend(cmd.Context(), &f, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			s, err := b.Inbox.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				return enc.Encode(newStatusJSON(s))
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "unprocessed\t%d\n", s.Unprocessed)
-			fmt.Fprintf(tw, "oldest unprocessed\t%s\n", s.OldestUnprocessedAge.Round(time.Second))
-			fmt.Fprintf(tw, "needs review\t%d\n", s.NeedsReview)
-			fmt.Fprintf(tw, "received last hour\t%d types\n", len(s.ReceivedLastHour))
-			for _, tc := range s.ReceivedLastHour {
-				fmt.Fprintf(tw, "  %s\t%d\n", tc.EventType, tc.Count)
-			}
-			return tw.Flush()
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
+				s, err := b.Inbox.Stats(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("error reading status: %w", err)
+				}
+				if asJSON {
+					return json.NewEncoder(a.stdout).Encode(newStatusJSON(s))
+				}
+				return a.printStatus(s)
+			})
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+func (a *app) printStatus(s *hookinbox.Stats) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "unprocessed\t%d\n", s.Unprocessed)
+	fmt.Fprintf(tw, "oldest unprocessed\t%s\n", s.OldestUnprocessedAge.Round(time.Second))
+	fmt.Fprintf(tw, "needs review\t%d\n", s.NeedsReview)
+	fmt.Fprintf(tw, "received last hour\t%d types\n", len(s.ReceivedLastHour))
+	for _, tc := range s.ReceivedLastHour {
+		fmt.Fprintf(tw, "  %s\t%d\n", tc.EventType, tc.Count)
+	}
+	return tw.Flush()
 }

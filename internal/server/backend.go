@@ -84,7 +84,7 @@ func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, o
 		return nil, fmt.Errorf("error opening database pool: %w", err)
 	}
 	drv := pgxdriver.New(pool)
-	inbox, err := hookinbox.New(drv, InboxConfig(cfg, opts))
+	inbox, err := hookinbox.New(drv, inboxConfig(cfg, opts))
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -98,8 +98,8 @@ func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, o
 	return &Backend{Inbox: inbox, schemaVersion: drv.SchemaVersion, close: pool.Close}, nil
 }
 
-// InboxConfig is the library configuration for cfg.
-func InboxConfig(cfg *config.Config, opts OpenOptions) *hookinbox.Config {
+// inboxConfig is the library configuration for cfg.
+func inboxConfig(cfg *config.Config, opts OpenOptions) *hookinbox.Config {
 	hc := &hookinbox.Config{Worker: cfg.Worker, Logger: opts.Logger, Observer: opts.Observer}
 	for _, ep := range cfg.Endpoints {
 		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
