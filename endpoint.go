@@ -85,6 +85,18 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	}
 	d.eventID, d.eventType, d.secretIndex = v.ID, v.Type, v.SecretIndex
 
+	// A verified handshake (Slack's url_verification) is answered, not recorded: it is
+	// not a business event, and answering it again on a retry is harmless.
+	if c, ok := ep.Verifier.(provider.Challenger); ok {
+		if response, ok := c.Challenge(v); ok {
+			d.status, d.outcome = http.StatusOK, OutcomeChallenge
+			w.Header().Set(OutcomeHeader, string(OutcomeChallenge))
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(response)
+			return
+		}
+	}
+
 	out, err := i.Receive(r.Context(), Event{
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
 	})

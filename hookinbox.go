@@ -62,6 +62,9 @@ const (
 	// OutcomeAccepted means the receipt is committed as pending and a worker will
 	// process it.
 	OutcomeAccepted Outcome = "accepted"
+	// OutcomeChallenge means the request was a provider's verified handshake (Slack's
+	// url_verification) and was answered without being recorded.
+	OutcomeChallenge Outcome = "challenge"
 )
 
 // Mode is how an endpoint processes what it receives.
