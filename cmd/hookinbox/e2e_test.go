@@ -168,6 +168,11 @@ func TestServe_ReceivesProcessesAndReports(t *testing.T) {
 		t.Errorf("lifecycle: %v, want 4 processed", got)
 	}
 
+	// A JSON file, sent byte for byte.
+	if got := b.send(t, p, "/webhooks/stripe", "--file", "testdata/invoice_paid.json"); len(got) != 1 || got[0] != `evt_file_1 invoice.paid -> 200 {"outcome":"processed"}` {
+		t.Errorf("send --file: %q", got)
+	}
+
 	// stripe-go's signer, an independent client.
 	for _, id := range []string{"evt_e2e_go_1", "evt_e2e_go_1"} {
 		body := fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.payment_succeeded","data":{"object":{"id":"in_e2e_4","customer":"cus_go","amount_paid":999,"currency":"eur","status":"paid"}}}`, id)
@@ -190,24 +195,24 @@ func TestServe_ReceivesProcessesAndReports(t *testing.T) {
 	}
 
 	// One ledger row per paid invoice, whatever the copies and event ids.
-	for invoice, amount := range map[string]int{"in_e2e_1": 4200, "in_e2e_2": 1000, "in_e2e_3": 1000, "in_e2e_4": 999} {
+	for invoice, amount := range map[string]int{"in_e2e_1": 4200, "in_e2e_2": 1000, "in_e2e_3": 1000, "in_e2e_4": 999, "in_file_1": 500} {
 		if n := b.count(t, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1 AND amount = $2`, invoice, amount); n != 1 {
 			t.Errorf("ledger rows for %s = %d, want 1", invoice, n)
 		}
 	}
-	if n := b.count(t, `SELECT count(*) FROM ledger_entries`); n != 4 {
-		t.Errorf("ledger rows = %d, want 4", n)
+	if n := b.count(t, `SELECT count(*) FROM ledger_entries`); n != 5 {
+		t.Errorf("ledger rows = %d, want 5", n)
 	}
 
 	s := b.status(t)
-	// in_e2e_1, in_e2e_2, in_e2e_3's paid; the rest under their own types.
-	if s.Unprocessed != 0 || s.NeedsReview != 0 || s.ReceivedLastHour["invoice.paid"] != 3 ||
+	// in_e2e_1, in_e2e_2, in_e2e_3's and in_file_1's paid; the rest under their own types.
+	if s.Unprocessed != 0 || s.NeedsReview != 0 || s.ReceivedLastHour["invoice.paid"] != 4 ||
 		s.ReceivedLastHour["invoice.payment_succeeded"] != 2 || s.ReceivedLastHour["customer.created"] != 1 {
 		t.Errorf("status = %+v", s)
 	}
-	// 1 + 1 + 4 + 1 processed by send and stripe-go.
-	if d := metric(t, p, processed) - processedBefore; d != 7 {
-		t.Errorf("processed deliveries counter moved by %v, want 7", d)
+	// 1 + 1 + 4 + 1 processed by send and 1 by stripe-go.
+	if d := metric(t, p, processed) - processedBefore; d != 8 {
+		t.Errorf("processed deliveries counter moved by %v, want 8", d)
 	}
 	if d := metric(t, p, duplicate); d != 9 {
 		t.Errorf("duplicate deliveries counter = %v, want 9", d)
@@ -480,5 +485,54 @@ func TestServe_SecondSignalExitsAtOnce(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM ledger_entries`); n != 1 {
 		t.Errorf("ledger rows = %d, want 1", n)
+	}
+}
+
+// send signs for every scheme the way its verifier expects, through one serve.
+func TestSend_SignsForEveryProvider(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	dbURL := schemaURL(t, db, "")
+	env := childEnv(
+		"E2E_GITHUB=gh_secret", "E2E_SHOPIFY=shop_secret", "E2E_SLACK=slack_secret",
+		"E2E_SW=whsec_ZTJlLXN0YW5kYXJkLXdlYmhvb2tzLXNlY3JldA==", "E2E_HMAC=hmac_secret",
+	)
+	config := filepath.Join(t.TempDir(), "hookinbox.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `
+database_url: %s
+listen: 127.0.0.1:0
+endpoints:
+  - {name: gh, path: /github, provider: github, secrets_env: [E2E_GITHUB], handler: none}
+  - {name: shop, path: /shopify, provider: shopify, secrets_env: [E2E_SHOPIFY], handler: none}
+  - {name: slack, path: /slack, provider: slack, secrets_env: [E2E_SLACK], handler: none}
+  - {name: sw, path: /sw, provider: standardwebhooks, secrets_env: [E2E_SW], handler: none}
+  - name: hmac
+    path: /hmac
+    provider: hmac
+    secrets_env: [E2E_HMAC]
+    handler: none
+    options: {header: X-Signature, algorithm: sha256, id_field: id, type_field: type}
+`, dbURL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, env, "migrate", "--database-url", dbURL)
+	p := startServe(t, env, "--config", config)
+	for _, tt := range []struct {
+		path string
+		args []string
+	}{
+		{"/github", []string{"--provider", "github", "--secret-env", "E2E_GITHUB", "--type", "issues"}},
+		{"/shopify", []string{"--provider", "shopify", "--secret-env", "E2E_SHOPIFY", "--type", "orders/create"}},
+		{"/slack", []string{"--provider", "slack", "--secret-env", "E2E_SLACK", "--type", "app_mention"}},
+		{"/sw", []string{"--provider", "standardwebhooks", "--secret-env", "E2E_SW", "--type", "user.created"}},
+		{"/hmac", []string{"--provider", "hmac", "--secret-env", "E2E_HMAC", "--type", "thing.done",
+			"--option", "header=X-Signature", "--option", "algorithm=sha256", "--option", "id_field=id", "--option", "type_field=type"}},
+	} {
+		args := append([]string{"send", "--url", p.url(tt.path), "--id", "evt_e2e_" + strings.Trim(tt.path, "/"), "--repeat", "2"}, tt.args...)
+		r := runBinary(t, env, args...)
+		got := outcomes(strings.Split(strings.TrimSpace(r.stdout), "\n"))
+		if r.code != 0 || got["200 ignored"] != 1 || got["200 duplicate"] != 1 {
+			t.Errorf("send to %s: exit %d, %v, stderr %q", tt.path, r.code, got, r.stderr)
+		}
 	}
 }

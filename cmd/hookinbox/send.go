@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 type sendFlags struct {
 	url         string
 	provider    string
+	options     map[string]string
 	secret      string
 	secretEnv   string
 	types       []string
@@ -37,9 +39,10 @@ type sendFlags struct {
 }
 
 // templateFlags shape a template and make no sense with --file.
-var templateFlags = []string{"type", "id", "invoice", "customer", "amount", "currency"}
+var templateFlags = []string{"invoice", "customer", "amount", "currency"}
 
-// outgoing is one event to send, with the id and type it is printed under.
+// outgoing is one event to send, with the id and type it is printed under and that
+// schemes carrying them in headers (github, shopify, standardwebhooks, hmac) send.
 type outgoing struct {
 	id, typ string
 	body    []byte
@@ -66,7 +69,11 @@ share one invoice (--invoice, default a new in_... id).
 sends with C requests in flight, all starting together, and --shuffle sends in random
 order (with several --type values: out-of-order delivery).
 
-Only the stripe provider is supported in this version.`,
+--provider selects the signature scheme: stripe (default), github, shopify, slack,
+standardwebhooks, svix or hmac, with the endpoint's options as --option key=value
+(e.g. --option header=X-Signature --option algorithm=sha256 for hmac). Schemes that
+send the event's id and type in headers take them from the event; with --file,
+--id and --type set them for such schemes.`,
 		Example: `  # an invoice payment, then the same event again: processed, then duplicate
   hookinbox send --secret-env STRIPE_WEBHOOK_SECRET --id evt_demo_1 --type invoice.paid
   hookinbox send --secret-env STRIPE_WEBHOOK_SECRET --id evt_demo_1 --type invoice.paid
@@ -88,11 +95,12 @@ Only the stripe provider is supported in this version.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "http://127.0.0.1:8080/webhooks/stripe", "endpoint URL")
-	fl.StringVar(&f.provider, "provider", "stripe", "signature scheme")
+	fl.StringVar(&f.provider, "provider", "stripe", "signature scheme: stripe, github, shopify, slack, standardwebhooks, svix or hmac")
+	fl.StringToStringVar(&f.options, "option", nil, "scheme option key=value, as in the endpoint's options (repeatable)")
 	fl.StringVar(&f.secret, "secret", "", "signing secret (prefer --secret-env: arguments are visible to other users)")
 	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the signing secret")
-	fl.StringSliceVar(&f.types, "type", []string{"invoice.paid"}, "event type; repeat or separate with commas for several events")
-	fl.StringVar(&f.id, "id", "", "event id (default a new evt_... per event; only with one --type)")
+	fl.StringSliceVar(&f.types, "type", []string{"invoice.paid"}, "event type; repeat or separate with commas for several events (with --file: the type header of schemes that send one)")
+	fl.StringVar(&f.id, "id", "", "event id (default a new evt_... per event; only with one --type; with --file: the id header of schemes that send one)")
 	fl.StringVar(&f.invoice, "invoice", "", "invoice id of invoice.* templates (default a new in_...)")
 	fl.StringVar(&f.customer, "customer", "cus_hookinbox_test", "customer id of invoice.* templates")
 	fl.Int64Var(&f.amount, "amount", 1000, "invoice amount in the currency's smallest unit")
@@ -114,8 +122,6 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		return nil, nil, usagef("--concurrency must be at least 1")
 	case f.timeout <= 0:
 		return nil, nil, usagef("--timeout must be positive")
-	case f.provider != "stripe":
-		return nil, nil, usagef("--provider %q: only stripe is supported by send in this version", f.provider)
 	case f.secret != "" && f.secretEnv != "":
 		return nil, nil, usagef("give --secret or --secret-env, not both")
 	}
@@ -129,7 +135,10 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 	if secret == "" {
 		return nil, nil, usagef("no signing secret: pass --secret-env VAR (or --secret)")
 	}
-	signer := hookinboxtest.Stripe(secret)
+	signer, err := hookinboxtest.SignerFor(f.provider, []string{secret}, f.options)
+	if err != nil {
+		return nil, nil, usagef("--provider %s: %v", f.provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+	}
 
 	if f.file != "" {
 		for _, name := range templateFlags {
@@ -140,6 +149,20 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		ev, err := a.readEventFile(f.file)
 		if err != nil {
 			return nil, nil, err
+		}
+		if cmd.Flags().Changed("id") || cmd.Flags().Changed("type") {
+			if _, ok := signer.(hookinboxtest.EventSigner); !ok {
+				return nil, nil, usagef("--id and --type with --file: %s takes them from the body", f.provider)
+			}
+			if len(f.types) > 1 {
+				return nil, nil, usagef("--type with --file: one type")
+			}
+			if cmd.Flags().Changed("id") {
+				ev.id = f.id
+			}
+			if cmd.Flags().Changed("type") {
+				ev.typ = f.types[0]
+			}
 		}
 		return []outgoing{ev}, signer, nil
 	}
@@ -165,7 +188,7 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		if id == "" {
 			id = randomID("evt_")
 		}
-		body, err := stripeEvent{ID: id, Type: typ, Invoice: invoice, Customer: f.customer, Amount: f.amount, Currency: f.currency}.body(now)
+		body, err := templateEvent{ID: id, Type: typ, Invoice: invoice, Customer: f.customer, Amount: f.amount, Currency: f.currency}.body(f.provider, now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -186,13 +209,14 @@ func (a *app) readEventFile(path string) (outgoing, error) {
 		return outgoing{}, usagef("--file: %v", err)
 	}
 	var head struct {
-		ID   string `json:"id"`
-		Type string `json:"type"`
+		ID      string `json:"id"`
+		Type    string `json:"type"`
+		EventID string `json:"event_id"` // slack
 	}
 	if err := json.Unmarshal(body, &head); err != nil {
 		return outgoing{}, usagef("--file %s: not a JSON object: %v", path, err)
 	}
-	return outgoing{id: head.ID, typ: head.Type, body: body}, nil
+	return outgoing{id: cmp.Or(head.ID, head.EventID), typ: head.Type, body: body}, nil
 }
 
 // send posts every event f.repeat times with f.concurrency requests in flight and
@@ -245,10 +269,10 @@ func (a *app) send(f *sendFlags, events []outgoing, signer hookinboxtest.Signer)
 	return nil
 }
 
-// post sends one signed copy and describes the answer in one line.
+// post sends one copy, signed now, and describes the answer in one line.
 func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgoing) (string, bool) {
 	prefix := fmt.Sprintf("%s %s ->", orDash(ev.id), orDash(ev.typ))
-	req, err := hookinboxtest.NewRequest(url, signer, ev.body)
+	req, err := newSignedRequest(url, signer, ev)
 	if err != nil {
 		return fmt.Sprintf("%s error: %v", prefix, err), false
 	}
@@ -260,6 +284,26 @@ func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgo
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	answer := strings.Join(strings.Fields(string(bytes.TrimSpace(body))), " ")
 	return fmt.Sprintf("%s %d %s", prefix, resp.StatusCode, answer), resp.StatusCode >= 200 && resp.StatusCode < 300
+}
+
+// newSignedRequest is hookinboxtest.NewRequest, except that schemes that send the
+// event's id and type in headers get the event's own.
+func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*http.Request, error) {
+	es, ok := signer.(hookinboxtest.EventSigner)
+	if !ok {
+		return hookinboxtest.NewRequest(url, signer, ev.body)
+	}
+	h, err := es.SignEvent(ev.body, time.Now(), ev.id, ev.typ)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(ev.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
 }
 
 func orDash(s string) string {

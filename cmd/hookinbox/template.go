@@ -3,14 +3,13 @@ package main
 import (
 	"crypto/rand"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// stripeEvent is a test event shaped like Stripe's: the envelope and, for invoice.*
-// types, an invoice object in the state the event implies. It carries what the
-// billing handlers read (data.object.id, customer, status, amount_paid, currency).
-type stripeEvent struct {
+// templateEvent is a test event built from send's flags.
+type templateEvent struct {
 	ID       string
 	Type     string
 	Invoice  string
@@ -32,9 +31,24 @@ var invoiceStatus = map[string]string{
 // invoiceTypes lists the invoice templates, for help texts.
 const invoiceTypes = "invoice.created, invoice.finalized, invoice.paid, invoice.payment_succeeded,\n  invoice.voided, invoice.marked_uncollectible"
 
-// body returns the event as JSON. Types without a template get a minimal object, e.g.
-// to see an endpoint answer "ignored".
-func (e stripeEvent) body(created time.Time) ([]byte, error) {
+// body returns the event as the provider would send it: a Slack Events API envelope
+// for slack (event_id, event.type), and otherwise an event shaped like Stripe's, whose
+// top-level id and type the other schemes' signers also send in their headers.
+func (e templateEvent) body(provider string, created time.Time) ([]byte, error) {
+	if provider == "slack" {
+		return json.Marshal(map[string]any{
+			"type": "event_callback", "event_id": e.ID, "event_time": created.Unix(),
+			"event": map[string]any{"type": e.Type, "event_ts": strconv.FormatInt(created.Unix(), 10)},
+		})
+	}
+	return e.stripeBody(created)
+}
+
+// stripeBody is the Stripe envelope and, for invoice.* types, an invoice object in
+// the state the event implies, with what the billing handlers read (data.object.id,
+// customer, status, amount_paid, currency). Other types get a minimal object, e.g. to
+// see an endpoint answer "ignored".
+func (e templateEvent) stripeBody(created time.Time) ([]byte, error) {
 	var object map[string]any
 	if status, ok := invoiceStatus[e.Type]; ok {
 		paid := int64(0)
