@@ -41,7 +41,6 @@ var ErrShutdownDeadline = errors.New("shutdown deadline exceeded")
 type Server struct {
 	cfg     *config.Config
 	backend *Backend
-	metrics *Metrics
 	logger  *slog.Logger
 	srv     *http.Server
 }
@@ -59,7 +58,7 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	mux.Handle("GET /readyz", &readiness{backend: backend, logger: logger})
 	mux.Handle("GET /metrics", metrics.Handler())
 	return &Server{
-		cfg: cfg, backend: backend, metrics: metrics, logger: logger,
+		cfg: cfg, backend: backend, logger: logger,
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: ReadHeaderTimeout,
