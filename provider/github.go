@@ -2,7 +2,6 @@ package provider
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -102,19 +101,12 @@ func (g *GitHub) Verify(h http.Header, body []byte) (Verified, error) {
 		// is put.
 		return Verified{}, fmt.Errorf("github: %s is not a sha256 signature: %w", githubSignatureHeader, ErrNoValidSignature)
 	}
-	// A value that is not 64 hex digits cannot equal any HMAC-SHA256, so it is
-	// refused without decoding; in particular a truncated signature never matches a
-	// prefix of the real one.
-	var sig [sha256.Size]byte
-	if len(digits) != hex.EncodedLen(len(sig)) {
-		return Verified{}, fmt.Errorf("github: %s has %d hex digits, want %d: %w",
-			githubSignatureHeader, len(digits), hex.EncodedLen(len(sig)), ErrNoValidSignature)
-	}
-	if _, err := hex.Decode(sig[:], []byte(digits)); err != nil {
-		return Verified{}, fmt.Errorf("github: %s is not hex: %w", githubSignatureHeader, ErrNoValidSignature)
+	sig, err := decodeHexDigest("github", githubSignatureHeader, digits, sha256.Size)
+	if err != nil {
+		return Verified{}, err
 	}
 
-	index := matchMAC(g.secrets, sha256.New, [][]byte{body}, nil, [][]byte{sig[:]})
+	index := matchMAC(g.secrets, sha256.New, [][]byte{body}, nil, [][]byte{sig})
 	if index < 0 {
 		return Verified{}, fmt.Errorf("github: signature matches none of %d secrets: %w", len(g.secrets), ErrNoValidSignature)
 	}

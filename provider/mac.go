@@ -3,6 +3,8 @@ package provider
 import (
 	"crypto/hmac"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
 	"hash"
 )
 
@@ -36,4 +38,21 @@ func matchMAC(keys [][]byte, newHash func() hash.Hash, message [][]byte, encode 
 // base64Std encodes sum in standard, padded base64, for matchMAC.
 func base64Std(sum []byte) []byte {
 	return base64.StdEncoding.AppendEncode(nil, sum)
+}
+
+// decodeHexDigest decodes the hex digits of a signature, in either case, that must
+// be a digest of size bytes. Digits of another count, or that are not hex, cannot
+// equal any HMAC, so they are refused as no valid signature before any decoding; in
+// particular a truncated signature never matches a prefix of the real one. name is the
+// header, for the error.
+func decodeHexDigest(scheme, name, digits string, size int) ([]byte, error) {
+	if want := hex.EncodedLen(size); len(digits) != want {
+		return nil, fmt.Errorf("%s: %s signature has %d hex digits, want %d: %w",
+			scheme, name, len(digits), want, ErrNoValidSignature)
+	}
+	digest, err := hex.DecodeString(digits)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s signature is not hex: %w", scheme, name, ErrNoValidSignature)
+	}
+	return digest, nil
 }

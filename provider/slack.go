@@ -2,7 +2,6 @@ package provider
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -117,21 +116,15 @@ func (s *Slack) Verify(h http.Header, body []byte) (Verified, error) {
 	if version != "v0" {
 		return Verified{}, fmt.Errorf("slack: %s is not a v0 signature: %w", slackSignatureHeader, ErrNoValidSignature)
 	}
-	// A value that is not 64 hex digits cannot equal any HMAC-SHA256; in particular a
-	// truncated signature never matches a prefix of the real one.
-	var mac [sha256.Size]byte
-	if len(digits) != hex.EncodedLen(len(mac)) {
-		return Verified{}, fmt.Errorf("slack: %s has %d hex digits, want %d: %w",
-			slackSignatureHeader, len(digits), hex.EncodedLen(len(mac)), ErrNoValidSignature)
-	}
-	if _, err := hex.Decode(mac[:], []byte(digits)); err != nil {
-		return Verified{}, fmt.Errorf("slack: %s is not hex: %w", slackSignatureHeader, ErrNoValidSignature)
+	mac, err := decodeHexDigest("slack", slackSignatureHeader, digits, sha256.Size)
+	if err != nil {
+		return Verified{}, err
 	}
 
 	// The timestamp is signed as sent, not reformatted: Slack's basestring is built
 	// from the header's text.
 	message := [][]byte{[]byte("v0:"), []byte(ts), []byte(":"), body}
-	index := matchMAC(s.secrets, sha256.New, message, nil, [][]byte{mac[:]})
+	index := matchMAC(s.secrets, sha256.New, message, nil, [][]byte{mac})
 	if index < 0 {
 		return Verified{}, fmt.Errorf("slack: signature matches none of %d secrets: %w", len(s.secrets), ErrNoValidSignature)
 	}
