@@ -148,7 +148,7 @@ func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Dura
 	attrs := []slog.Attr{
 		slog.String("endpoint", d.endpoint),
 		slog.Int("status", d.status),
-		slog.Duration("latency", latency),
+		slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
 	}
 	if d.eventID != "" {
 		attrs = append(attrs, slog.String("event_id", d.eventID), slog.String("event_type", d.eventType),

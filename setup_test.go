@@ -48,6 +48,20 @@ const (
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	t.Helper()
+	return setupTB(t, opts...)
+}
+
+// setupBench is setup for a benchmark: the counting handler on every endpoint.
+func setupBench(b *testing.B) *testBundle {
+	tb := setupTB(b, setupOpts{noBilling: true})
+	for _, ep := range []string{epBilling, epAnalytics, epAsync, epHybrid} {
+		tb.inbox.Handle(ep, "invoice.paid", countingHandler)
+	}
+	return tb
+}
+
+func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
+	t.Helper()
 	var o setupOpts
 	if len(opts) > 0 {
 		o = opts[0]
@@ -66,7 +80,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 
 // newTestInbox returns an inbox with the four test endpoints on pool. Several may share
 // one schema, as several processes would.
-func newTestInbox(t *testing.T, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbox[pgx.Tx] {
+func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbox[pgx.Tx] {
 	t.Helper()
 	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
 	if err != nil {
@@ -197,7 +211,7 @@ func (b *lockedBuffer) String() string {
 
 // testLogger logs as JSON to a buffer that is checked when the test ends: no secret
 // and no payload may appear in any line.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	buf := &lockedBuffer{}
 	t.Cleanup(func() {
 		logs := buf.String()
