@@ -51,3 +51,23 @@ func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, m
 	}
 	return id, nil
 }
+
+// ForwardTo returns a handler that forwards every event it receives, unchanged, through
+// the outbox to the dispatcher's sink named destination: the gateway mode, for services
+// not written in Go. The message commits with the receipt, so each verified,
+// de-duplicated event is forwarded at least once, with an idempotency key the receiver
+// uses to make it once.
+//
+//	inbox.Handle("gateway", "*", inbox.ForwardTo("gateway"))
+func (i *Inbox[TTx]) ForwardTo(destination string) HandlerFunc[TTx] {
+	return func(ctx context.Context, tx TTx, ev Event) error {
+		_, err := i.InsertOutboxTx(ctx, tx, ev, OutboxMessage{
+			AggregateType: ev.Provider,
+			AggregateID:   ev.ID,
+			EventType:     ev.Type,
+			Payload:       ev.Payload,
+			Destination:   destination,
+		})
+		return err
+	}
+}

@@ -138,7 +138,10 @@ type OutboxMessage struct {
 
 // OutboxClaimParams select and lease messages for a dispatcher.
 type OutboxClaimParams struct {
-	Limit       int
+	// Destinations are the destinations the dispatcher has sinks for ("" for messages
+	// with none); other messages are left to other dispatchers.
+	Destinations []string
+	Limit        int
 	Lease       time.Duration
 	MaxAttempts int
 }

@@ -15,7 +15,9 @@ import (
 
 // Config configures a Dispatcher.
 type Config struct {
-	// Sinks deliver messages by destination name. Required: at least one.
+	// Sinks deliver messages by destination name. The dispatcher claims only messages
+	// whose destination it has a sink for, so dispatchers of different services can
+	// share one outbox. Run requires at least one; the operator functions need none.
 	Sinks map[string]Sink
 
 	// DefaultSink names the sink of messages with no destination. It may be empty
@@ -98,8 +100,6 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case len(c.Sinks) == 0:
-		return errors.New("outbox: at least one sink is required")
 	case c.DefaultSink != "" && c.Sinks[c.DefaultSink] == nil:
 		return fmt.Errorf("outbox: default sink %q is not configured", c.DefaultSink)
 	case c.Concurrency < 1, c.MaxAttempts < 1, c.PollInterval <= 0:
@@ -124,9 +124,10 @@ func defaultRetryDelay(attempt int) time.Duration {
 // Dispatcher delivers outbox messages. It is safe to run several, in one process or
 // many, on one database.
 type Dispatcher struct {
-	ex     driver.Executor
-	config Config
-	wake   chan struct{}
+	ex           driver.Executor
+	config       Config
+	destinations []string
+	wake         chan struct{}
 }
 
 // NewDispatcher returns a dispatcher on the executor of a driver (Driver.Executor()).
@@ -138,7 +139,14 @@ func NewDispatcher(ex driver.Executor, config *Config) (*Dispatcher, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{ex: ex, config: c, wake: make(chan struct{}, 1)}, nil
+	d := &Dispatcher{ex: ex, config: c, wake: make(chan struct{}, 1)}
+	for name := range c.Sinks {
+		d.destinations = append(d.destinations, name)
+	}
+	if c.DefaultSink != "" && c.Sinks[""] == nil {
+		d.destinations = append(d.destinations, "") // messages without a destination
+	}
+	return d, nil
 }
 
 // Notify tells the dispatcher that messages were committed, so an idle one looks now
@@ -153,6 +161,9 @@ func (d *Dispatcher) Notify() {
 // Run delivers messages until ctx is cancelled, then returns after the deliveries in
 // progress end (each is bounded by DeliveryTimeout).
 func (d *Dispatcher) Run(ctx context.Context) error {
+	if len(d.config.Sinks) == 0 {
+		return errors.New("outbox: no sinks configured")
+	}
 	var wg sync.WaitGroup
 	for range d.config.Concurrency {
 		wg.Go(func() { d.loop(ctx) })
@@ -206,7 +217,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 // while the sink is called.
 func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
 	rows, err := d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
-		Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
+		Destinations: d.destinations, Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
 	})
 	if err != nil {
 		return nil, err

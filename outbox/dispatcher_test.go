@@ -257,3 +257,20 @@ func TestDispatcher_NoTransactionOpenDuringDelivery(t *testing.T) {
 	}
 	t.Logf("the broken variant lost its session as expected: %v", err)
 }
+
+// A dispatcher claims only messages it has a sink for: another service's messages in
+// the same outbox stay untouched.
+func TestDispatcher_ClaimsOnlyItsDestinations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sink := newRecordingSink(t)
+	b.insert(t, 2, "mine")
+	b.insert(t, 2, "theirs")
+	d := b.dispatcher(t, outbox.Config{Sinks: map[string]outbox.Sink{"mine": &outbox.HTTPSink{URL: sink.URL}}})
+	b.runUntil(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM outbox WHERE destination = 'mine' AND published_at IS NULL`) == 0
+	}, d)
+	if n := b.count(t, `SELECT count(*) FROM outbox WHERE destination = 'theirs' AND attempts = 0`); n != 2 {
+		t.Fatalf("%d of the other destination's messages left untouched, want 2", n)
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
-	rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts)
+	rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 	}

@@ -159,6 +159,7 @@ UPDATE outbox AS o
          WHERE published_at IS NULL
            AND available_at <= now()
            AND attempts < $3
+           AND coalesce(destination, '') = ANY($4)
          ORDER BY available_at, id
          LIMIT $1
            FOR UPDATE SKIP LOCKED) AS picked
