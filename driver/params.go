@@ -142,8 +142,8 @@ type OutboxClaimParams struct {
 	// with none); other messages are left to other dispatchers.
 	Destinations []string
 	Limit        int
-	Lease       time.Duration
-	MaxAttempts int
+	Lease        time.Duration
+	MaxAttempts  int
 }
 
 // OutboxFailureParams record a failed delivery.
