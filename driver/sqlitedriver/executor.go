@@ -1,0 +1,266 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// executor runs the queries of queries.go on the database or on a transaction.
+type executor struct {
+	db dbtx
+	// pool is the database when the executor is not bound to a transaction: the
+	// claims that take two statements then run in a transaction of their own.
+	pool *sql.DB
+}
+
+// inTx runs fn in the executor's transaction or, on the database, in a new one
+// (BEGIN IMMEDIATE, so its reads and writes see one state) that it commits.
+func (e *executor) inTx(ctx context.Context, fn func(q dbtx) error) error {
+	if e.pool == nil {
+		return fn(e.db)
+	}
+	tx, err := e.pool.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("error beginning transaction: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("error committing: %w", err)
+	}
+	return nil
+}
+
+func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	var one int
+	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
+		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
+		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
+	).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, translate(fmt.Errorf("error inserting receipt: %w", err))
+	}
+	return true, nil
+}
+
+func (e *executor) InboxLockUnprocessed(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error locking receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outcome string) error {
+	if _, err := e.db.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
+		return translate(fmt.Errorf("error marking receipt processed: %w", err))
+	}
+	return nil
+}
+
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	endpoints, err := jsonList(p.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
+	if _, err := e.db.ExecContext(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Microseconds()); err != nil {
+		return translate(fmt.Errorf("error recording failure: %w", err))
+	}
+	return nil
+}
+
+func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
+	if err != nil {
+		return nil, translate(fmt.Errorf("error reading receipt: %w", err))
+	}
+	return r, nil
+}
+
+func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
+	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.MaxAttempts, p.Limit)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
+	}
+	list, err := collect(rows, scanReceipt)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
+	}
+	return list, nil
+}
+
+func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
+	var s driver.InboxStats
+	var oldest int64
+	if err := e.db.QueryRowContext(ctx, sqlInboxStats, p.MaxAttempts).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
+	}
+	s.OldestUnprocessedAge = max(time.Duration(oldest)*time.Microsecond, 0)
+	rows, err := e.db.QueryContext(ctx, sqlInboxReceivedByType, p.RecentWindow.Microseconds())
+	if err != nil {
+		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))
+	}
+	s.ReceivedByType, err = collect(rows, func(row scanner) (driver.TypeCount, error) {
+		var tc driver.TypeCount
+		err := row.Scan(&tc.EventType, &tc.Count)
+		return tc, err
+	})
+	if err != nil {
+		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))
+	}
+	return &s, nil
+}
+
+func (e *executor) InboxRetry(ctx context.Context, p *driver.InboxRetryParams) (int, error) {
+	var res sql.Result
+	var err error
+	switch {
+	case p.Key != nil:
+		res, err = e.db.ExecContext(ctx, sqlInboxRetryOne, p.Key.Provider, p.Key.Endpoint, p.Key.EventID)
+	case p.NeedsReview:
+		res, err = e.db.ExecContext(ctx, sqlInboxRetryNeedsReview, p.MaxAttempts)
+	default:
+		return 0, errors.New("retry needs a key or NeedsReview")
+	}
+	n, err := rowsAffected(res, err)
+	if err != nil {
+		return 0, translate(fmt.Errorf("error resetting receipts for retry: %w", err))
+	}
+	return n, nil
+}
+
+func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	if p.DryRun {
+		var n int
+		if err := e.db.QueryRowContext(ctx, sqlInboxCountProcessed, p.OlderThan.Microseconds()).Scan(&n); err != nil {
+			return 0, translate(fmt.Errorf("error counting processed receipts: %w", err))
+		}
+		return n, nil
+	}
+	n, err := rowsAffected(e.db.ExecContext(ctx, sqlInboxDeleteProcessed, p.OlderThan.Microseconds(), p.Limit))
+	if err != nil {
+		return 0, translate(fmt.Errorf("error deleting processed receipts: %w", err))
+	}
+	return n, nil
+}
+
+func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
+	var id int64
+	err := e.db.QueryRowContext(ctx, sqlOutboxInsert,
+		p.AggregateType, p.AggregateID, p.EventType, string(p.Payload),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination),
+	).Scan(&id)
+	if err != nil {
+		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
+	}
+	return id, nil
+}
+
+// SetStatementTimeout does nothing and returns nil: SQLite has no statement timeout.
+// What bounds processing instead is the context the core gives the transaction, which
+// ends with the lease: modernc.org/sqlite interrupts a running statement
+// (sqlite3_interrupt) and stops a wait for the write lock when the context ends, and
+// database/sql then rolls the transaction back. The wait that PostgreSQL's statement
+// timeout bounds most often, for a row another worker holds, happens here at BEGIN
+// IMMEDIATE, before this is called, and is bounded by the busy timeout.
+func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duration) error {
+	return nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanReceipt scans the column list shared by the receipt queries; no row is nil.
+func scanReceipt(row scanner) (*driver.Receipt, error) {
+	var r driver.Receipt
+	var payload string
+	var received, available int64
+	var processed sql.NullInt64
+	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &payload,
+		&received, &available, &r.Attempts, &r.LastError, &processed, &r.Outcome)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Payload = []byte(payload)
+	r.ReceivedAt, r.AvailableAt = fromMicros(received), fromMicros(available)
+	r.ProcessedAt = fromNullMicros(processed)
+	return &r, nil
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var list []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+func rowsAffected(res sql.Result, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us) }
+
+func fromNullMicros(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := fromMicros(us.Int64)
+	return &t
+}
+
+// jsonList binds a list of names as one JSON array, read in SQL with json_each.
+func jsonList(names []string) (string, error) {
+	if names == nil {
+		names = []string{}
+	}
+	b, err := json.Marshal(names)
+	if err != nil {
+		return "", fmt.Errorf("error encoding list: %w", err)
+	}
+	return string(b), nil
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
