@@ -1,0 +1,290 @@
+package sqlitedriver_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// The Executor's outbox and effect methods, each against its documentation in
+// driver/driver.go.
+
+func (b *bundle) insertOutbox(t *testing.T, destination string, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := range n {
+		id, err := b.ex.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
+			AggregateType: "Invoice", AggregateID: fmt.Sprintf("in_%d", i), EventType: "InvoicePaymentBooked",
+			Payload:     []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			Source:      key(fmt.Sprintf("evt_%s_%d", destination, i)),
+			Destination: destination,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (b *bundle) claimOutbox(t *testing.T, p driver.OutboxClaimParams) []*driver.OutboxMessage {
+	t.Helper()
+	msgs, err := b.ex.OutboxClaim(b.ctx, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+// expireOutboxLeases makes every claimed message available now: what the passing of
+// the lease does, without waiting for it.
+func (b *bundle) expireOutboxLeases(t *testing.T) {
+	t.Helper()
+	b.exec(t, `UPDATE outbox SET available_at = 0 WHERE published_at IS NULL`)
+}
+
+func TestOutboxInsert_IdsGrowAndPayloadMustBeJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.insertOutbox(t, "", 3)
+	if !(ids[0] < ids[1] && ids[1] < ids[2]) {
+		t.Fatalf("ids %v", ids)
+	}
+	_, err := b.ex.OutboxInsert(b.ctx, &driver.OutboxInsertParams{AggregateType: "a", AggregateID: "1", EventType: "e", Payload: []byte("{"), Source: key("evt_1")})
+	if !errors.Is(err, driver.ErrInvalidInput) {
+		t.Fatalf("invalid payload: %v, want ErrInvalidInput", err)
+	}
+}
+
+func TestOutboxClaim_ByDestinationLimitAndAttemptsWithGrowingTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertOutbox(t, "", 3)
+	b.insertOutbox(t, "nats", 2)
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 2, Lease: time.Minute, MaxAttempts: 2}
+
+	first := b.claimOutbox(t, p)
+	second := b.claimOutbox(t, p)
+	if len(first) != 2 || len(second) != 1 || len(b.claimOutbox(t, p)) != 0 {
+		t.Fatalf("claimed %d then %d, want 2 then 1 then none (leased)", len(first), len(second))
+	}
+	var last int64
+	for _, m := range append(first, second...) {
+		if m.Destination != "" || m.Attempts != 1 || m.ClaimToken <= last || m.Source.EventID == "" || string(m.Payload) == "" {
+			t.Fatalf("message %+v after token %d", m, last)
+		}
+		last = m.ClaimToken
+	}
+
+	b.expireOutboxLeases(t)
+	again := b.claimOutbox(t, driver.OutboxClaimParams{Destinations: []string{"", "nats"}, Limit: 10, Lease: time.Minute, MaxAttempts: 2})
+	if len(again) != 5 {
+		t.Fatalf("after the leases: claimed %d, want 5", len(again))
+	}
+	for _, m := range again {
+		if m.ClaimToken <= last {
+			t.Fatalf("token %d not larger than every earlier one (%d)", m.ClaimToken, last)
+		}
+	}
+	b.expireOutboxLeases(t)
+	if msgs := b.claimOutbox(t, p); len(msgs) != 0 {
+		t.Fatalf("claimed %d messages at max attempts", len(msgs))
+	}
+}
+
+// The counter survives deleting the messages that held the largest tokens.
+func TestOutboxClaim_TokensGrowAfterDeletes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertOutbox(t, "", 1)
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5}
+	first := b.claimOutbox(t, p)[0]
+	b.exec(t, `DELETE FROM outbox`)
+	b.insertOutbox(t, "", 1)
+	if second := b.claimOutbox(t, p)[0]; second.ClaimToken <= first.ClaimToken {
+		t.Fatalf("token %d after deleting token %d", second.ClaimToken, first.ClaimToken)
+	}
+}
+
+// A dispatcher whose lease ran out holds a stale token: it can neither publish nor
+// record a failure over the later claim.
+func TestOutboxMarkPublished_StaleTokenChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.insertOutbox(t, "", 1)[0]
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5}
+	stale := b.claimOutbox(t, p)[0]
+	b.expireOutboxLeases(t)
+	current := b.claimOutbox(t, p)[0]
+
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: stale.ClaimToken, Error: "late", Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, stale.ClaimToken); err != nil || ok {
+		t.Fatalf("stale publish: %v %v, want false", ok, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM outbox WHERE last_error IS NULL AND published_at IS NULL AND claim_token = ?1`, current.ClaimToken); n != 1 {
+		t.Fatal("the stale token changed the message")
+	}
+
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: current.ClaimToken, Error: "refused", Delay: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.ClaimToken); err != nil || !ok {
+		t.Fatalf("current publish: %v %v, want true", ok, err)
+	}
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.ClaimToken); err != nil || ok {
+		t.Fatalf("second publish: %v %v, want false", ok, err)
+	}
+	msgs, err := b.ex.OutboxList(b.ctx, &driver.OutboxListParams{Limit: 10})
+	if err != nil || len(msgs) != 1 || msgs[0].PublishedAt == nil || msgs[0].LastError != "" {
+		t.Fatalf("after publish: %+v %v", msgs, err)
+	}
+}
+
+func TestOutboxListStatsRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.insertOutbox(t, "", 3)
+	b.exec(t, `UPDATE outbox SET attempts = 5, created_at = created_at - 60000000 WHERE id = ?1`, ids[0])
+	b.exec(t, `UPDATE outbox SET published_at = created_at WHERE id = ?1`, ids[2])
+
+	list := func(p driver.OutboxListParams) string {
+		t.Helper()
+		p.Limit = 10
+		msgs, err := b.ex.OutboxList(b.ctx, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, m := range msgs {
+			got = append(got, m.ID)
+		}
+		return fmt.Sprint(got)
+	}
+	if got, want := list(driver.OutboxListParams{}), fmt.Sprint([]int64{ids[2], ids[1], ids[0]}); got != want {
+		t.Errorf("all: %s, want %s (newest first)", got, want)
+	}
+	if got, want := list(driver.OutboxListParams{Pending: true}), fmt.Sprint([]int64{ids[1], ids[0]}); got != want {
+		t.Errorf("pending: %s, want %s", got, want)
+	}
+	if got, want := list(driver.OutboxListParams{NeedsReview: true, MaxAttempts: 5}), fmt.Sprint([]int64{ids[0]}); got != want {
+		t.Errorf("needs review: %s, want %s", got, want)
+	}
+
+	s, err := b.ex.OutboxStats(b.ctx, 5)
+	if err != nil || s.Pending != 2 || s.NeedsReview != 1 || s.OldestPendingAge < time.Minute || s.OldestPendingAge > time.Hour {
+		t.Fatalf("stats %+v %v", s, err)
+	}
+
+	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{NeedsReview: true, MaxAttempts: 5}); err != nil || n != 1 {
+		t.Fatalf("retry needs review: %d %v", n, err)
+	}
+	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{ID: ids[2]}); err != nil || n != 0 {
+		t.Fatalf("retry published: %d %v", n, err)
+	}
+	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{ID: ids[1]}); err != nil || n != 1 {
+		t.Fatalf("retry one: %d %v", n, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM outbox WHERE attempts = 0 AND published_at IS NULL`); n != 2 {
+		t.Fatalf("%d messages with attempts reset, want 2", n)
+	}
+}
+
+func (b *bundle) claimEffect(t *testing.T, k string) *driver.EffectClaim {
+	t.Helper()
+	c, err := b.ex.EffectClaim(b.ctx, &driver.EffectClaimParams{Key: k, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestEffectClaim_LeaseThenResultRecordedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const k = "webhook:evt_1:refund"
+	first := b.claimEffect(t, k)
+	if first.Token == 0 || first.Done {
+		t.Fatalf("new key: %+v, want a token", first)
+	}
+	held := b.claimEffect(t, k)
+	if held.Token != 0 || held.Done || held.LeaseUntil.Before(time.Now().Add(30*time.Second)) {
+		t.Fatalf("held key: %+v, want the holder's lease end", held)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, first.Token+1, []byte("wrong")); err != nil || ok {
+		t.Fatalf("complete with another token: %v %v, want false", ok, err)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, first.Token, []byte("re_1")); err != nil || !ok {
+		t.Fatalf("complete: %v %v, want true", ok, err)
+	}
+	done := b.claimEffect(t, k)
+	if !done.Done || string(done.Result) != "re_1" || done.Token != 0 {
+		t.Fatalf("done key: %+v", done)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, first.Token, []byte("again")); err != nil || ok {
+		t.Fatalf("second complete: %v %v, want false", ok, err)
+	}
+}
+
+// A holder whose lease ran out loses the key to the next claim, with a larger token,
+// and can no longer record its result.
+func TestEffectClaim_ExpiredLeaseTakenOverWithALargerToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const k = "webhook:evt_1:refund"
+	stale := b.claimEffect(t, k)
+	b.exec(t, `UPDATE effects SET lease_until = 0`)
+	current := b.claimEffect(t, k)
+	if current.Token <= stale.Token {
+		t.Fatalf("takeover token %d, want > %d", current.Token, stale.Token)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, stale.Token, []byte("late")); err != nil || ok {
+		t.Fatalf("stale complete: %v %v, want false", ok, err)
+	}
+	if err := b.ex.EffectRelease(b.ctx, k, stale.Token); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, current.Token, nil); err != nil || !ok {
+		t.Fatalf("current complete: %v %v, want true (the stale release changed nothing)", ok, err)
+	}
+}
+
+func TestEffectRelease_KeyCanBeTakenAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const k = "webhook:evt_1:refund"
+	first := b.claimEffect(t, k)
+	if err := b.ex.EffectRelease(b.ctx, k, first.Token); err != nil {
+		t.Fatal(err)
+	}
+	again := b.claimEffect(t, k)
+	if again.Token <= first.Token {
+		t.Fatalf("after release: %+v, want a new, larger token than %d", again, first.Token)
+	}
+	if ok, err := b.ex.EffectComplete(b.ctx, k, again.Token, []byte("x")); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := b.ex.EffectRelease(b.ctx, k, again.Token); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.claimEffect(t, k); !c.Done {
+		t.Fatalf("release removed a done effect: %+v", c)
+	}
+}
+
+// Outbox and effect tokens come from one counter, so they never repeat across the two.
+func TestTokens_SharedCounterOnlyGrows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertOutbox(t, "", 1)
+	e1 := b.claimEffect(t, "webhook:evt_1:a")
+	m := b.claimOutbox(t, driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5})[0]
+	e2 := b.claimEffect(t, "webhook:evt_1:b")
+	if !(e1.Token < m.ClaimToken && m.ClaimToken < e2.Token) {
+		t.Fatalf("tokens %d, %d, %d, want increasing", e1.Token, m.ClaimToken, e2.Token)
+	}
+}

@@ -1,0 +1,377 @@
+package sqlitedriver_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+)
+
+// The Executor's inbox methods, each against its documentation in driver/driver.go.
+
+func key(id string) driver.Key {
+	return driver.Key{Provider: "stripe", Endpoint: "async", EventID: id}
+}
+
+func payload(id string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"type":"invoice.paid"}`, id))
+}
+
+func (b *bundle) insert(t *testing.T, p *driver.InboxInsertParams) {
+	t.Helper()
+	if p.EventType == "" {
+		p.EventType = "invoice.paid"
+	}
+	if p.Payload == nil {
+		p.Payload = payload(p.EventID)
+	}
+	inserted, err := b.ex.InboxInsert(b.ctx, p)
+	if err != nil || !inserted {
+		t.Fatalf("InboxInsert(%s): inserted=%v err=%v", p.EventID, inserted, err)
+	}
+}
+
+func (b *bundle) get(t *testing.T, k driver.Key) *driver.Receipt {
+	t.Helper()
+	r, err := b.ex.InboxGet(b.ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// age moves a receipt's times back by d, as if it had been received d earlier.
+func (b *bundle) age(t *testing.T, k driver.Key, d time.Duration) {
+	t.Helper()
+	b.exec(t, `UPDATE webhook_inbox
+		SET received_at = received_at - ?4, available_at = available_at - ?4, processed_at = processed_at - ?4
+		WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`, k.Provider, k.Endpoint, k.EventID, d.Microseconds())
+}
+
+func TestInboxInsert_SecondCopyIsADuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := time.Now().Add(-time.Second)
+	p := &driver.InboxInsertParams{Key: key("evt_1"), EventType: "invoice.paid", Payload: []byte(`{"id": "evt_1",  "spacing":"kept"}`)}
+	for i, want := range []bool{true, false} {
+		inserted, err := b.ex.InboxInsert(b.ctx, p)
+		if err != nil || inserted != want {
+			t.Fatalf("insert %d: inserted=%v err=%v, want %v", i+1, inserted, err, want)
+		}
+	}
+	r := b.get(t, key("evt_1"))
+	if r == nil || r.EventType != "invoice.paid" || string(r.Payload) != string(p.Payload) || r.Attempts != 0 ||
+		r.ProcessedAt != nil || r.Outcome != "" || r.LastError != "" {
+		t.Fatalf("receipt %+v", r)
+	}
+	if r.ReceivedAt.Before(before) || r.ReceivedAt.After(time.Now().Add(time.Second)) || !r.AvailableAt.Equal(r.ReceivedAt) {
+		t.Fatalf("received_at %v available_at %v, want now and equal", r.ReceivedAt, r.AvailableAt)
+	}
+}
+
+func TestInboxInsert_ProcessedAndFailedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_failed"), Attempts: 1, LastError: "boom", Delay: time.Hour})
+
+	done := b.get(t, key("evt_done"))
+	if done.ProcessedAt == nil || done.Outcome != "processed" {
+		t.Fatalf("processed insert: %+v", done)
+	}
+	failed := b.get(t, key("evt_failed"))
+	if failed.ProcessedAt != nil || failed.Attempts != 1 || failed.LastError != "boom" ||
+		failed.AvailableAt.Sub(failed.ReceivedAt) != time.Hour {
+		t.Fatalf("failed insert: %+v (available after %s)", failed, failed.AvailableAt.Sub(failed.ReceivedAt))
+	}
+}
+
+// The driver is strict even though the core validates first: what is stored as the
+// verified body must be JSON.
+func TestInboxInsert_InvalidJSONIsInvalidInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, body := range []string{`{"id":`, ``, `not json`} {
+		_, err := b.ex.InboxInsert(b.ctx, &driver.InboxInsertParams{Key: key("evt_1"), EventType: "t", Payload: []byte(body)})
+		if !errors.Is(err, driver.ErrInvalidInput) {
+			t.Errorf("payload %q: %v, want ErrInvalidInput", body, err)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 0 {
+		t.Fatalf("%d receipts stored", n)
+	}
+}
+
+// A copy inserted while another transaction holds the same key waits for it: a
+// duplicate if it commits, inserted if it rolls back.
+func TestInboxInsert_ConcurrentCopyWaitsForTheOtherTransaction(t *testing.T) {
+	t.Parallel()
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			tx, err := b.d.Begin(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := tx.InboxInsert(b.ctx, &driver.InboxInsertParams{Key: key("evt_1"), EventType: "t", Payload: payload("evt_1")}); !ok || err != nil {
+				t.Fatalf("first copy: %v %v", ok, err)
+			}
+			other := sqlitedriver.New(b.process(t)).Executor()
+			result := make(chan error, 1)
+			go func() {
+				ok, err := other.InboxInsert(b.ctx, &driver.InboxInsertParams{Key: key("evt_1"), EventType: "t", Payload: payload("evt_1")})
+				if err == nil && ok == commit {
+					err = fmt.Errorf("second copy inserted=%v after the first's commit=%v", ok, commit)
+				}
+				result <- err
+			}()
+			if commit {
+				err = tx.Commit(b.ctx)
+			} else {
+				err = tx.Rollback(b.ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-result; err != nil {
+				t.Fatal(err)
+			}
+			if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 1 {
+				t.Fatalf("%d receipts, want 1", n)
+			}
+		})
+	}
+}
+
+func TestInboxLockUnprocessed_NilWhenProcessedOrAbsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_pending")})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+	tx, err := b.d.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx) //nolint:errcheck
+	for id, want := range map[string]bool{"evt_pending": true, "evt_done": false, "evt_absent": false} {
+		r, err := tx.InboxLockUnprocessed(b.ctx, key(id))
+		if err != nil || (r != nil) != want {
+			t.Errorf("%s: %+v %v, want found=%v", id, r, err, want)
+		}
+		if r != nil && (r.Key != key(id) || string(r.Payload) != string(payload(id))) {
+			t.Errorf("%s: %+v", id, r)
+		}
+	}
+}
+
+func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 1, LastError: "boom"})
+	if err := b.ex.InboxMarkProcessed(b.ctx, key("evt_1"), "processed"); err != nil {
+		t.Fatal(err)
+	}
+	r := b.get(t, key("evt_1"))
+	if r.ProcessedAt == nil || r.Outcome != "processed" || r.LastError != "" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := driver.Key{Provider: "stripe", Endpoint: "other", EventID: "evt_other"}
+	b.insert(t, &driver.InboxInsertParams{Key: other})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_new")})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old")})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_later"), Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+	b.age(t, other, time.Hour)
+	b.age(t, key("evt_new"), time.Minute)
+	b.age(t, key("evt_old"), 2*time.Minute)
+	b.age(t, key("evt_spent"), time.Hour)
+	b.age(t, key("evt_done"), time.Hour)
+
+	p := &driver.InboxClaimParams{Endpoints: []string{"async", "hybrid"}, Lease: time.Minute, MaxAttempts: 3}
+	var got []string
+	for {
+		r, err := b.ex.InboxClaim(b.ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil {
+			break
+		}
+		if r.Attempts != 1 || r.AvailableAt.Before(time.Now().Add(30*time.Second)) {
+			t.Fatalf("claimed %s: attempts=%d available_at=%v, want 1 and leased for a minute", r.EventID, r.Attempts, r.AvailableAt)
+		}
+		got = append(got, r.EventID)
+	}
+	if fmt.Sprint(got) != "[evt_old evt_new]" {
+		t.Fatalf("claimed %v, want [evt_old evt_new]: oldest first, none of another endpoint, delayed, at max attempts or processed", got)
+	}
+	if r := b.get(t, key("evt_old")); r.Attempts != 1 {
+		t.Fatalf("attempt not committed: %+v", r)
+	}
+}
+
+func TestInboxRecordFailure_OnlyWhileUnprocessed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_pending")})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+	for _, id := range []string{"evt_pending", "evt_done"} {
+		if err := b.ex.InboxRecordFailure(b.ctx, &driver.InboxFailureParams{Key: key(id), Error: "boom", Delay: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := b.get(t, key("evt_pending"))
+	if pending.LastError != "boom" || pending.AvailableAt.Sub(pending.ReceivedAt) < 59*time.Minute {
+		t.Fatalf("pending: %+v", pending)
+	}
+	done := b.get(t, key("evt_done"))
+	if done.LastError != "" || !done.AvailableAt.Equal(done.ReceivedAt) {
+		t.Fatalf("processed receipt changed: %+v", done)
+	}
+}
+
+func TestInboxGet_NilWhenAbsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if r := b.get(t, key("evt_absent")); r != nil {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestInboxList_NewestFirstWithFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Processed: true, Outcome: "processed"})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 5})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3")})
+	b.insert(t, &driver.InboxInsertParams{Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_4"}, Processed: true, Outcome: "ignored"})
+	for name, tc := range map[string]struct {
+		p    driver.InboxListParams
+		want string
+	}{
+		"all":          {driver.InboxListParams{Limit: 10}, "[evt_4 evt_3 evt_2 evt_1]"},
+		"limit":        {driver.InboxListParams{Limit: 2}, "[evt_4 evt_3]"},
+		"endpoint":     {driver.InboxListParams{Endpoint: "async", Limit: 10}, "[evt_3 evt_2 evt_1]"},
+		"unprocessed":  {driver.InboxListParams{Unprocessed: true, Limit: 10}, "[evt_3 evt_2]"},
+		"needs review": {driver.InboxListParams{NeedsReview: true, MaxAttempts: 5, Limit: 10}, "[evt_2]"},
+	} {
+		list, err := b.ex.InboxList(b.ctx, &tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range list {
+			ids = append(ids, r.EventID)
+		}
+		if fmt.Sprint(ids) != tc.want {
+			t.Errorf("%s: %v, want %s", name, ids, tc.want)
+		}
+	}
+}
+
+func TestInboxStats_UnprocessedOldestNeedsReviewAndRecentTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, err := b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{MaxAttempts: 3, RecentWindow: time.Hour})
+	if err != nil || s.Unprocessed != 0 || s.OldestUnprocessedAge != 0 || s.NeedsReview != 0 || len(s.ReceivedByType) != 0 {
+		t.Fatalf("empty inbox: %+v %v", s, err)
+	}
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old"), EventType: "invoice.created"})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_a"), Processed: true, Outcome: "processed"})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_b"), Processed: true, Outcome: "processed"})
+	b.age(t, key("evt_old"), 2*time.Hour)
+	s, err = b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{MaxAttempts: 3, RecentWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Unprocessed != 2 || s.NeedsReview != 1 || s.OldestUnprocessedAge < 2*time.Hour || s.OldestUnprocessedAge > 3*time.Hour {
+		t.Fatalf("%+v", s)
+	}
+	if fmt.Sprint(s.ReceivedByType) != "[{invoice.paid 3}]" {
+		t.Fatalf("received by type %v, want only the last hour's", s.ReceivedByType)
+	}
+}
+
+func TestInboxRetry_OneKeyOrEveryNeedingReview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 3, LastError: "boom", Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 3, Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3"), Attempts: 1, Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+
+	k := key("evt_1")
+	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &k}); err != nil || n != 1 {
+		t.Fatalf("retry one: %d %v", n, err)
+	}
+	if r := b.get(t, k); r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) || r.LastError != "boom" {
+		t.Fatalf("after retry: %+v", r)
+	}
+	done := key("evt_done")
+	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &done}); err != nil || n != 0 {
+		t.Fatalf("retry processed: %d %v", n, err)
+	}
+	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{NeedsReview: true, MaxAttempts: 3}); err != nil || n != 1 {
+		t.Fatalf("retry needs review: %d %v, want evt_2 only", n, err)
+	}
+	if r := b.get(t, key("evt_3")); r.Attempts != 1 {
+		t.Fatalf("evt_3 reset: %+v", r)
+	}
+	if _, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{}); err == nil {
+		t.Fatal("retry with neither key nor NeedsReview succeeded")
+	}
+}
+
+func TestInboxDeleteProcessed_OldProcessedOnlyInBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 3 {
+		k := key(fmt.Sprintf("evt_old_%d", i))
+		b.insert(t, &driver.InboxInsertParams{Key: k, Processed: true, Outcome: "processed"})
+		b.age(t, k, 48*time.Hour)
+	}
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old_pending")})
+	b.age(t, key("evt_old_pending"), 48*time.Hour)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_recent"), Processed: true, Outcome: "processed"})
+
+	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, DryRun: true}); err != nil || n != 3 {
+		t.Fatalf("dry run: %d %v", n, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 5 {
+		t.Fatalf("dry run deleted: %d rows left", n)
+	}
+	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, Limit: 2}); err != nil || n != 2 {
+		t.Fatalf("first batch: %d %v", n, err)
+	}
+	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, Limit: 2}); err != nil || n != 1 {
+		t.Fatalf("second batch: %d %v", n, err)
+	}
+	if b.get(t, key("evt_old_pending")) == nil || b.get(t, key("evt_recent")) == nil {
+		t.Fatal("deleted an unprocessed or recent receipt")
+	}
+}
+
+// SQLite has no statement timeout; the context bounds processing instead.
+func TestSetStatementTimeout_NoOp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tx, err := b.d.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx) //nolint:errcheck
+	if err := tx.SetStatementTimeout(b.ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
