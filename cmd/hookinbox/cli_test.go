@@ -114,6 +114,8 @@ func TestCommands_ContractFlagsExist(t *testing.T) {
 		"hookinbox events list":  {"needs-review", "endpoint", "json"},
 		"hookinbox events show":  {},
 		"hookinbox events retry": {"all-needs-review"},
+		"hookinbox outbox list":  {"needs-review", "pending", "json"},
+		"hookinbox outbox retry": {"all-needs-review"},
 		"hookinbox cleanup":      {"older-than", "dry-run"},
 		"hookinbox send":         {"url", "provider", "secret", "type"},
 	}
@@ -160,6 +162,11 @@ func TestRun_ExitCodes(t *testing.T) {
 		{"events without a command", nil, []string{"events"}, 2, "events needs a command"},
 		{"events show with two arguments", nil, []string{"events", "show", "stripe", "billing"}, 2, "accepts 3 arg(s)"},
 		{"events retry with both forms", nil, []string{"events", "retry", "stripe", "billing", "evt_1", "--all-needs-review"}, 2, "not both"},
+		{"outbox without a command", nil, []string{"outbox"}, 2, "outbox needs a command"},
+		{"outbox retry with both forms", nil, []string{"outbox", "retry", "7", "--all-needs-review"}, 2, "not both"},
+		{"outbox retry without an id", nil, []string{"outbox", "retry"}, 2, "want ID or --all-needs-review"},
+		{"outbox retry with a bad id", nil, []string{"outbox", "retry", "evt_1"}, 2, `ID "evt_1" is not an outbox message id`},
+		{"outbox list with a bad limit", nil, []string{"outbox", "list", "--limit", "0"}, 2, "--limit must be at least 1"},
 		{"no database URL", nil, []string{"status"}, 2, "no database URL: pass --database-url, set HOOKINBOX_DATABASE_URL"},
 		{"unsupported database URL", nil, []string{"migrate", "--database-url", "mysql://x/y"}, 2, `unsupported database URL: scheme "mysql"`},
 		{"serve without a config", nil, []string{"serve"}, 2, "no config file: pass --config FILE or set HOOKINBOX_CONFIG"},
@@ -207,6 +214,9 @@ endpoints:
     secrets_env: [E2E_STRIPE_SECRET]
     handler: billing
 `
+	forward := func(target string) string {
+		return "  - name: gateway\n    path: /webhooks/github\n    provider: github\n    secrets_env: [E2E_STRIPE_SECRET]\n    mode: async\n    handler: forward\n" + target
+	}
 	tests := []struct {
 		name, config, key, reason string
 	}{
@@ -218,7 +228,13 @@ endpoints:
 		{"tolerance negative", base + "    tolerance: -5m\n", "endpoints[0].tolerance", "must be positive"},
 		{"unknown key", base + "    secret_env: [X]\n", "endpoints[0].secret_env", "unknown key"},
 		{"inline secret", base + "    secret: whsec_inline\n", "endpoints[0].secret", "inline secrets are not allowed"},
-		{"forward handler", strings.Replace(base, "handler: billing", "handler: forward", 1), "endpoints[0].handler", "not yet supported"},
+		{"forward without a target", base + forward(""), "endpoints[1].forward", "required with handler forward"},
+		{"forward to both", base + forward("    forward: {url: 'http://127.0.0.1:9000/events', nats_subject: hooks.github}\n"), "endpoints[1].forward", "give url or nats_subject, not both"},
+		{"forward to neither", base + forward("    forward: {}\n"), "endpoints[1].forward", "needs url"},
+		{"forward to a bad url", base + forward("    forward: {url: '127.0.0.1:9000/events'}\n"), "endpoints[1].forward.url", "not"},
+		{"forward to a wildcard subject", base + forward("    forward: {nats_subject: 'hooks.*'}\n"), "endpoints[1].forward.nats_subject", "wildcard"},
+		{"outbox delivery timeout above lease", base + "outbox: {lease: 5s, delivery_timeout: 6s}\n", "outbox.delivery_timeout", "shorter than outbox.lease"},
+		{"bad nats_url", "nats_url: 'http://127.0.0.1:4222'\n" + base, "nats_url", "unknown scheme"},
 		{"no endpoints", "database_url: postgres://127.0.0.1:1/unused\n", "endpoints", "at least one endpoint is required"},
 	}
 	env := childEnv("E2E_STRIPE_SECRET=whsec_x", "E2E_EMPTY_SECRET=")

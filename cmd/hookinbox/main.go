@@ -1,7 +1,8 @@
 // Command hookinbox runs hookinbox without writing Go: it receives webhooks on the
 // endpoints of a YAML config, verifies them, records each once in PostgreSQL and
-// applies the built-in handlers, and gives operators the commands to watch and repair
-// the inbox.
+// applies the built-in handlers or forwards them through the outbox (to an HTTP
+// service or NATS JetStream), and gives operators the commands to watch and repair
+// the inbox and the outbox.
 //
 //	hookinbox migrate --config hookinbox.yaml
 //	hookinbox serve   --config hookinbox.yaml

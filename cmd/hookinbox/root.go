@@ -25,8 +25,8 @@ PostgreSQL together with its effect (a transactional inbox), and answers 2xx onl
 after commit: never lost, never applied twice.
 
 Configuration is a YAML file (--config, or HOOKINBOX_CONFIG) with environment
-overrides (HOOKINBOX_DATABASE_URL, HOOKINBOX_LISTEN); signing secrets come only from
-environment variables or files. See docs/OPERATIONS.md.
+overrides (HOOKINBOX_DATABASE_URL, HOOKINBOX_LISTEN, HOOKINBOX_NATS_URL); signing
+secrets come only from environment variables or files. See docs/OPERATIONS.md.
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		Version:       version(),
@@ -56,6 +56,7 @@ Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		a.migrateCommand(),
 		a.statusCommand(),
 		a.eventsCommand(),
+		a.outboxCommand(),
 		a.cleanupCommand(),
 		a.sendCommand(),
 	)

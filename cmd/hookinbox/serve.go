@@ -27,17 +27,21 @@ func (a *app) serveCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Receive webhooks on the configured endpoints and process them",
 		Long: `Serve every configured endpoint on its path, run the workers for async and hybrid
-endpoints, and serve GET /healthz (process alive), GET /readyz (database reachable
-and schema current) and GET /metrics (Prometheus). Logs are JSON lines on stderr,
-one per delivery (endpoint, event id, type, outcome, latency), never a secret or a
-body.
+endpoints and the outbox dispatcher (handler forward, outbox.sink), and serve
+GET /healthz (process alive), GET /readyz (database reachable and schema current)
+and GET /metrics (Prometheus). Logs are JSON lines on stderr, one per delivery
+(endpoint, event id, type, outcome, latency), never a secret or a body.
+
+When a sink publishes to NATS, serve connects to nats_url (HOOKINBOX_NATS_URL) but
+does not wait for it: while NATS is unreachable, deliveries to it fail and are
+retried with backoff, and /readyz reports "nats":"disconnected" without failing.
 
 The config is validated before anything starts; a bad key is refused with exit 2.
 serve does not migrate: run "hookinbox migrate" first (/readyz says so until then).
 
-On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests and
-events in progress finish within shutdown_timeout, and exits 0 (1 if the deadline
-passed). A second signal exits at once with 128+signal. Either way nothing that was
+On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests,
+events and outbox deliveries in progress finish within shutdown_timeout, and exits 0
+(1 if the deadline passed). A second signal exits at once with 128+signal. Either way nothing that was
 answered 2xx is lost: a 2xx is only ever sent after commit.`,
 		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml`,
 		Args:    args(cobra.NoArgs),
@@ -91,7 +95,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 	}()
 
 	metrics := server.NewMetrics()
-	backend, err := server.Open(ctx, url, cfg, server.OpenOptions{Logger: logger, Observer: metrics})
+	backend, err := server.Open(ctx, url, cfg, server.OpenOptions{
+		Logger: logger, Observer: metrics, Dispatch: true, OutboxObserver: metrics,
+	})
 	if err != nil {
 		if errors.Is(err, server.ErrUnsupportedDatabase) {
 			return &usageError{err}
@@ -109,9 +115,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 		logger.Warn("hookinbox: the admin page is not implemented in this version; admin.token_env is ignored")
 	}
 	for _, ep := range cfg.Endpoints {
-		logger.Info("hookinbox: endpoint", "name", ep.Name, "path", ep.Path, "provider", ep.Provider,
-			"mode", string(ep.Mode), "handler", string(ep.Handler), "secrets", strings.Join(ep.SecretSources, ", "))
+		args := []any{"name", ep.Name, "path", ep.Path, "provider", ep.Provider,
+			"mode", string(ep.Mode), "handler", string(ep.Handler), "secrets", strings.Join(ep.SecretSources, ", ")}
+		if ep.Forward != nil {
+			args = append(args, "forward", ep.Forward.String())
+		}
+		logger.Info("hookinbox: endpoint", args...)
 	}
+	logOutbox(cfg, logger)
 
 	err = server.New(cfg, backend, metrics, logger).Run(ctx)
 	if err == nil {
@@ -119,4 +130,19 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 		backend.Close()
 	}
 	return err
+}
+
+// logOutbox says where the outbox goes, and what stays pending for want of a sink.
+func logOutbox(cfg *config.Config, logger *slog.Logger) {
+	if cfg.OutboxSink != nil {
+		logger.Info("hookinbox: outbox messages without a destination go to outbox.sink", "sink", cfg.OutboxSink.String())
+		return
+	}
+	for _, ep := range cfg.Endpoints {
+		if ep.Handler == config.HandlerBilling {
+			logger.Info("hookinbox: no outbox.sink: the billing handler's outbox messages stay pending (see hookinbox outbox list --pending)",
+				"endpoint", ep.Name)
+			return
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/server"
 )
@@ -19,14 +20,27 @@ type statusJSON struct {
 	OldestUnprocessedAgeSeconds float64          `json:"oldest_unprocessed_age_seconds"`
 	NeedsReview                 int64            `json:"needs_review"`
 	ReceivedLastHour            map[string]int64 `json:"received_last_hour"`
+	Outbox                      outboxStatusJSON `json:"outbox"`
 }
 
-func newStatusJSON(s *hookinbox.Stats) statusJSON {
+// outboxStatusJSON is the outbox's part of status --json.
+type outboxStatusJSON struct {
+	Pending                 int64   `json:"pending"`
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+	NeedsReview             int64   `json:"needs_review"`
+}
+
+func newStatusJSON(s *hookinbox.Stats, o *driver.OutboxStats) statusJSON {
 	out := statusJSON{
 		Unprocessed:                 s.Unprocessed,
 		OldestUnprocessedAgeSeconds: s.OldestUnprocessedAge.Seconds(),
 		NeedsReview:                 s.NeedsReview,
 		ReceivedLastHour:            map[string]int64{},
+		Outbox: outboxStatusJSON{
+			Pending:                 o.Pending,
+			OldestPendingAgeSeconds: o.OldestPendingAge.Seconds(),
+			NeedsReview:             o.NeedsReview,
+		},
 	}
 	for _, tc := range s.ReceivedLastHour {
 		out.ReceivedLastHour[tc.EventType] = tc.Count
@@ -41,18 +55,24 @@ func (a *app) statusCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show unprocessed receipts, the oldest one's age, needs review, and arrivals by type",
-		Long: `Show the inbox's monitoring figures:
+		Short: "Show unprocessed receipts, the oldest one's age, needs review, arrivals by type, and the outbox",
+		Long: `Show the inbox's and the outbox's monitoring figures:
 
-  unprocessed       receipts not yet processed, including those needing review
-  oldest            how long the oldest unprocessed receipt has waited
-  needs review      receipts that used every attempt; alert on anything but 0
-  received (1 h)    receipts of the last hour, by event type
+  unprocessed            receipts not yet processed, including those needing review
+  oldest unprocessed     how long the oldest unprocessed receipt has waited
+  needs review           receipts that used every attempt; alert on anything but 0
+  received last hour     receipts of the last hour, by event type
+  outbox pending         outbox messages not yet delivered, including those needing
+                         review and those no sink delivers (billing's without outbox.sink)
+  outbox oldest pending  how long the oldest undelivered message has waited
+  outbox needs review    messages that used every delivery attempt
 
-Needs review counts receipts at worker.max_attempts from the config (default 10).
+Needs review counts receipts at worker.max_attempts from the config (default 10)
+and outbox messages at outbox.max_attempts (default 20).
 With --json the figures are one JSON object:
   {"unprocessed":0,"oldest_unprocessed_age_seconds":0,"needs_review":0,
-   "received_last_hour":{"invoice.paid":2}}`,
+   "received_last_hour":{"invoice.paid":2},
+   "outbox":{"pending":0,"oldest_pending_age_seconds":0,"needs_review":0}}`,
 		Example: `  hookinbox status --config examples/hookinbox.yaml
   hookinbox status --database-url postgres://postgres@127.0.0.1:5432/postgres --json`,
 		Args: args(cobra.NoArgs),
@@ -62,10 +82,14 @@ With --json the figures are one JSON object:
 				if err != nil {
 					return fmt.Errorf("error reading status: %w", err)
 				}
-				if asJSON {
-					return json.NewEncoder(a.stdout).Encode(newStatusJSON(s))
+				o, err := b.Outbox.Stats(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("error reading the outbox's status: %w", err)
 				}
-				return a.printStatus(s)
+				if asJSON {
+					return json.NewEncoder(a.stdout).Encode(newStatusJSON(s, o))
+				}
+				return a.printStatus(s, o)
 			})
 		},
 	}
@@ -74,7 +98,7 @@ With --json the figures are one JSON object:
 	return cmd
 }
 
-func (a *app) printStatus(s *hookinbox.Stats) error {
+func (a *app) printStatus(s *hookinbox.Stats, o *driver.OutboxStats) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "unprocessed\t%d\n", s.Unprocessed)
 	fmt.Fprintf(tw, "oldest unprocessed\t%s\n", s.OldestUnprocessedAge.Round(time.Second))
@@ -83,5 +107,8 @@ func (a *app) printStatus(s *hookinbox.Stats) error {
 	for _, tc := range s.ReceivedLastHour {
 		fmt.Fprintf(tw, "  %s\t%d\n", tc.EventType, tc.Count)
 	}
+	fmt.Fprintf(tw, "outbox pending\t%d\n", o.Pending)
+	fmt.Fprintf(tw, "outbox oldest pending\t%s\n", o.OldestPendingAge.Round(time.Second))
+	fmt.Fprintf(tw, "outbox needs review\t%d\n", o.NeedsReview)
 	return tw.Flush()
 }

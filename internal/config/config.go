@@ -8,9 +8,11 @@
 package config
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/outbox"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -19,12 +21,27 @@ const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultRetention       = 720 * time.Hour
 	DefaultShutdownTimeout = 25 * time.Second
+	DefaultNATSURL         = "nats://127.0.0.1:4222"
+)
+
+// Defaults of the outbox block. They are the outbox package's own defaults, written
+// out so that operator commands count "needs review" against the same max_attempts
+// as the dispatcher in serve, and so that delivery_timeout can be checked against
+// the lease with the key's name.
+const (
+	DefaultOutboxConcurrency  = 4
+	DefaultOutboxLease        = time.Minute
+	DefaultOutboxMaxAttempts  = 20
+	DefaultOutboxPollInterval = time.Second
+	// The delivery timeout defaults to the smaller of this and half the lease.
+	DefaultOutboxDeliveryTimeout = 10 * time.Second
 )
 
 // Environment variables that override the file.
 const (
 	EnvDatabaseURL = "HOOKINBOX_DATABASE_URL"
 	EnvListen      = "HOOKINBOX_LISTEN"
+	EnvNATSURL     = "HOOKINBOX_NATS_URL"
 )
 
 // Config is a validated configuration.
@@ -56,6 +73,23 @@ type Config struct {
 	// AdminTokenEnv names the environment variable that holds the admin page's token.
 	AdminTokenEnv string
 
+	// NATSURL is the NATS server (or comma-separated servers) that serve connects to
+	// when a sink publishes to a JetStream subject: nats_url, or HOOKINBOX_NATS_URL
+	// when set. It is not used otherwise.
+	//
+	// Defaults to nats://127.0.0.1:4222.
+	NATSURL string
+
+	// Outbox configures the outbox dispatcher (the outbox block). Concurrency, Lease,
+	// DeliveryTimeout, MaxAttempts and PollInterval are always set, to the defaults
+	// above when the file leaves them out; serve adds the sinks.
+	Outbox outbox.Config
+
+	// OutboxSink (outbox.sink) delivers the outbox messages written without a
+	// destination, such as the billing handler's InvoicePaymentBooked. Nil leaves
+	// them pending: the dispatcher does not claim them.
+	OutboxSink *Sink
+
 	// ShutdownTimeout bounds a graceful shutdown: in-flight requests and events in
 	// progress finish within it.
 	//
@@ -73,9 +107,30 @@ const (
 	// HandlerNone registers no handler: every event is recorded as ignored, so
 	// retries stay duplicates.
 	HandlerNone Handler = "none"
-	// HandlerForward delivers events through the outbox. Not yet supported.
+	// HandlerForward forwards every event, unchanged, through the outbox to the
+	// endpoint's Forward sink: the gateway mode for services not written in Go.
 	HandlerForward Handler = "forward"
 )
+
+// Sink is where outbox messages are delivered: exactly one field is set.
+type Sink struct {
+	// URL receives each message as a JSON POST; an absolute http or https URL.
+	URL string
+	// NATSSubject receives each message as a JetStream publish; a stream must
+	// capture it. It has no wildcards.
+	NATSSubject string
+}
+
+// String describes the sink for logs, without a password the URL may hold.
+func (s *Sink) String() string {
+	if s.NATSSubject != "" {
+		return "nats_subject " + s.NATSSubject
+	}
+	if u, err := url.Parse(s.URL); err == nil {
+		return "url " + u.Redacted()
+	}
+	return "url"
+}
 
 // Endpoint is one validated endpoint.
 type Endpoint struct {
@@ -95,6 +150,10 @@ type Endpoint struct {
 	// MaxBodyBytes is the largest accepted body; zero means the library's default
 	// (1 MiB).
 	MaxBodyBytes int64
+
+	// Forward is where handler forward delivers the endpoint's events; nil for the
+	// other handlers.
+	Forward *Sink
 
 	// SecretSources say where each secret came from ("env STRIPE_WEBHOOK_SECRET",
 	// "file /run/secrets/stripe"), in the order of the verifier's secret indexes.
@@ -118,4 +177,18 @@ func (c *Config) MaxRetryWindow() (time.Duration, *Endpoint) {
 		}
 	}
 	return longest, which
+}
+
+// UsesNATS reports whether a sink publishes to NATS, i.e. whether serve connects to
+// NATSURL.
+func (c *Config) UsesNATS() bool {
+	if c.OutboxSink != nil && c.OutboxSink.NATSSubject != "" {
+		return true
+	}
+	for _, ep := range c.Endpoints {
+		if ep.Forward != nil && ep.Forward.NATSSubject != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -137,6 +137,9 @@ func TestParse_RefusesWithKeyAndReason(t *testing.T) {
 	ep := func(extra string) string {
 		return "endpoints:\n  - name: b\n    path: /s\n    provider: stripe\n    handler: billing\n    secrets_env: [STRIPE_NEW]\n" + extra
 	}
+	fwd := func(target string) string {
+		return "endpoints:\n  - {name: b, path: /s, provider: github, handler: forward, secrets_env: [STRIPE_NEW], forward: " + target + "}\n"
+	}
 	tests := []struct {
 		name, yaml, key, reason string
 	}{
@@ -158,7 +161,30 @@ func TestParse_RefusesWithKeyAndReason(t *testing.T) {
 		{"tolerance not a duration", ep("    tolerance: 5\n"), "endpoints[0].tolerance", "not a duration"},
 		{"unknown mode", ep("    mode: later\n"), "endpoints[0].mode", `unknown mode "later"`},
 		{"no handler", "endpoints:\n  - {name: b, path: /s, provider: stripe, secrets_env: [STRIPE_NEW]}\n", "endpoints[0].handler", "required"},
-		{"forward handler", "endpoints:\n  - {name: b, path: /s, provider: stripe, handler: forward, secrets_env: [STRIPE_NEW]}\n", "endpoints[0].handler", "not yet supported"},
+		{"forward without a sink", "endpoints:\n  - {name: b, path: /s, provider: stripe, handler: forward, secrets_env: [STRIPE_NEW]}\n", "endpoints[0].forward", "required with handler forward"},
+		{"forward with both sinks", fwd("{url: http://127.0.0.1:9000/events, nats_subject: hooks.x}"), "endpoints[0].forward", "not both"},
+		{"forward with neither sink", fwd("{}"), "endpoints[0].forward", "needs url"},
+		{"forward to a relative url", fwd("{url: /events}"), "endpoints[0].forward.url", "not an absolute http or https URL"},
+		{"forward to another scheme", fwd("{url: 'ftp://127.0.0.1/events'}"), "endpoints[0].forward.url", `"ftp://127.0.0.1/events" is not an absolute http`},
+		{"forward url hides its password", fwd("{url: 'tcp://user:whsec_pw@127.0.0.1/x'}"), "endpoints[0].forward.url", "user:xxxxx@"},
+		{"forward to an empty url", fwd("{url: ''}"), "endpoints[0].forward.url", "required"},
+		{"forward to a wildcard subject", fwd("{nats_subject: 'hooks.*'}"), "endpoints[0].forward.nats_subject", "wildcard"},
+		{"forward to a full wildcard subject", fwd("{nats_subject: 'hooks.>'}"), "endpoints[0].forward.nats_subject", "wildcard"},
+		{"forward to a subject with an empty token", fwd("{nats_subject: hooks..github}"), "endpoints[0].forward.nats_subject", "empty token"},
+		{"forward to a subject with a space", fwd("{nats_subject: 'hooks github'}"), "endpoints[0].forward.nats_subject", "whitespace"},
+		{"forward with an unknown key", fwd("{subject: hooks.github}"), "endpoints[0].forward.subject", "unknown key"},
+		{"forward target on another handler", ep("    forward: {url: http://127.0.0.1:9000/events}\n"), "endpoints[0].forward", "only used with handler forward, not billing"},
+		{"bad nats_url", "nats_url: 127.0.0.1:4222\n", "nats_url", "not a NATS URL"},
+		{"nats_url with another scheme", "nats_url: http://127.0.0.1:4222\n", "nats_url", `unknown scheme "http"`},
+		{"outbox delivery timeout above lease", "outbox: {lease: 10s, delivery_timeout: 10s}\n", "outbox.delivery_timeout", "shorter than outbox.lease (10s)"},
+		{"outbox delivery timeout above the default lease", "outbox: {delivery_timeout: 2m}\n", "outbox.delivery_timeout", "shorter than outbox.lease (1m0s)"},
+		{"outbox zero max attempts", "outbox: {max_attempts: 0}\n", "outbox.max_attempts", "at least 1"},
+		{"outbox negative concurrency", "outbox: {concurrency: -1}\n", "outbox.concurrency", "at least 1"},
+		{"outbox bad poll interval", "outbox: {poll_interval: often}\n", "outbox.poll_interval", "not a duration"},
+		{"outbox zero lease", "outbox: {lease: 0s}\n", "outbox.lease", "must be positive"},
+		{"outbox unknown key", "outbox: {retries: 3}\n", "outbox.retries", "unknown key"},
+		{"outbox sink with neither", "outbox: {sink: {}}\n", "outbox.sink", "needs url"},
+		{"outbox sink wildcard", "outbox: {sink: {nats_subject: 'billing.>'}}\n", "outbox.sink.nats_subject", "wildcard"},
 		{"unknown option", ep("    options: {header: X-Sig}\n"), "endpoints[0].options", "option"},
 		{"statement timeout above lease", "worker: {lease: 10s, statement_timeout: 20s}\n", "worker.statement_timeout", "shorter than worker.lease"},
 		{"zero concurrency", "worker: {concurrency: 0}\n", "worker.concurrency", "at least 1"},
@@ -193,5 +219,66 @@ func TestLoad_MissingFile(t *testing.T) {
 	var cerr *config.Error
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+func TestParse_ForwardAndOutbox(t *testing.T) {
+	t.Parallel()
+	const yaml = `
+nats_url: nats://nats-1:4222,nats://nats-2:4222
+endpoints:
+  - {name: gw, path: /gh, provider: github, mode: async, handler: forward, secrets_env: [STRIPE_NEW], forward: {url: "https://svc.internal/events"}}
+  - {name: js, path: /st, provider: stripe, handler: forward, secrets_env: [STRIPE_NEW], forward: {nats_subject: hooks.stripe}}
+outbox: {concurrency: 2, lease: 30s, max_attempts: 5, delivery_timeout: 5s, poll_interval: 200ms, sink: {url: "http://127.0.0.1:9000/billing"}}
+`
+	cfg, err := config.Parse("c.yaml", []byte(yaml), config.Options{ResolveSecrets: true, LookupEnv: secretsEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cfg.Endpoints[0].Forward; cfg.Endpoints[0].Handler != config.HandlerForward || f == nil || f.URL != "https://svc.internal/events" || f.NATSSubject != "" {
+		t.Errorf("gw endpoint = %+v, forward %+v", cfg.Endpoints[0], f)
+	}
+	if f := cfg.Endpoints[1].Forward; f == nil || f.NATSSubject != "hooks.stripe" || f.URL != "" || f.String() != "nats_subject hooks.stripe" {
+		t.Errorf("js forward = %+v", f)
+	}
+	if cfg.NATSURL != "nats://nats-1:4222,nats://nats-2:4222" || !cfg.UsesNATS() {
+		t.Errorf("nats_url = %q, uses NATS %v", cfg.NATSURL, cfg.UsesNATS())
+	}
+	o := cfg.Outbox
+	if o.Concurrency != 2 || o.Lease != 30*time.Second || o.MaxAttempts != 5 || o.DeliveryTimeout != 5*time.Second || o.PollInterval != 200*time.Millisecond {
+		t.Errorf("outbox = %+v", o)
+	}
+	if cfg.OutboxSink == nil || cfg.OutboxSink.URL != "http://127.0.0.1:9000/billing" {
+		t.Errorf("outbox.sink = %+v", cfg.OutboxSink)
+	}
+}
+
+// Operator commands and serve must agree on max_attempts, so the defaults are set
+// even when the file has no outbox block; NATS is not needed without a subject.
+func TestParse_OutboxDefaultsAndNATSURLFromEnvironment(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("c.yaml", []byte(validYAML), config.Options{LookupEnv: env(map[string]string{"HOOKINBOX_NATS_URL": "nats://other:4222"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.Outbox
+	if o.Concurrency != 4 || o.Lease != time.Minute || o.MaxAttempts != 20 || o.DeliveryTimeout != 10*time.Second || o.PollInterval != time.Second {
+		t.Errorf("outbox defaults = %+v", o)
+	}
+	if cfg.OutboxSink != nil || cfg.UsesNATS() || cfg.NATSURL != "nats://other:4222" {
+		t.Errorf("outbox.sink = %v, uses NATS %v, nats_url %q", cfg.OutboxSink, cfg.UsesNATS(), cfg.NATSURL)
+	}
+	// A short lease shortens the default delivery timeout with it.
+	cfg, err = config.Parse("c.yaml", []byte("outbox: {lease: 4s}\n"), config.Options{LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Outbox.DeliveryTimeout != 2*time.Second || cfg.NATSURL != config.DefaultNATSURL {
+		t.Errorf("delivery timeout = %s, nats_url %q", cfg.Outbox.DeliveryTimeout, cfg.NATSURL)
+	}
+	_, err = config.Parse("c.yaml", []byte(""), config.Options{LookupEnv: env(map[string]string{"HOOKINBOX_NATS_URL": "4222"})})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Key != "HOOKINBOX_NATS_URL" {
+		t.Errorf("a bad HOOKINBOX_NATS_URL: %v", err)
 	}
 }

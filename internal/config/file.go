@@ -18,8 +18,10 @@ import (
 type fileConfig struct {
 	DatabaseURL     string         `yaml:"database_url"`
 	Listen          string         `yaml:"listen"`
+	NATSURL         string         `yaml:"nats_url"`
 	Endpoints       []fileEndpoint `yaml:"endpoints"`
 	Worker          fileWorker     `yaml:"worker"`
+	Outbox          fileOutbox     `yaml:"outbox"`
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
@@ -37,9 +39,8 @@ type fileEndpoint struct {
 	Options      map[string]string `yaml:"options"`
 	MaxBodyBytes *int64            `yaml:"max_body_bytes"`
 
-	// Forward is the forward handler's target; accepted only to refuse it clearly
-	// until that handler exists.
-	Forward yaml.Node `yaml:"forward"`
+	// Forward is the forward handler's sink.
+	Forward *fileSink `yaml:"forward"`
 	// Secret and Secrets are accepted only to refuse inline secrets with a message
 	// that says what to do instead.
 	Secret  yaml.Node `yaml:"secret"`
@@ -52,6 +53,21 @@ type fileWorker struct {
 	MaxAttempts      *int    `yaml:"max_attempts"`
 	StatementTimeout *string `yaml:"statement_timeout"`
 	PollInterval     *string `yaml:"poll_interval"`
+}
+
+type fileOutbox struct {
+	Concurrency     *int      `yaml:"concurrency"`
+	Lease           *string   `yaml:"lease"`
+	MaxAttempts     *int      `yaml:"max_attempts"`
+	DeliveryTimeout *string   `yaml:"delivery_timeout"`
+	PollInterval    *string   `yaml:"poll_interval"`
+	Sink            *fileSink `yaml:"sink"`
+}
+
+// fileSink is a forward target as written: {url: ...} or {nats_subject: ...}.
+type fileSink struct {
+	URL         *string `yaml:"url"`
+	NATSSubject *string `yaml:"nats_subject"`
 }
 
 type fileRetention struct {

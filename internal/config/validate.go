@@ -38,8 +38,23 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 		return nil, v.keyError(listenKey, "%q is not a host:port address", cfg.Listen)
 	}
 
+	natsKey := "nats_url"
+	cfg.NATSURL = fc.NATSURL
+	if env, ok := opts.LookupEnv(EnvNATSURL); ok && env != "" {
+		cfg.NATSURL, natsKey = env, EnvNATSURL
+	}
+	if cfg.NATSURL == "" {
+		cfg.NATSURL = DefaultNATSURL
+	}
+	if err := checkNATSURL(cfg.NATSURL); err != nil {
+		return nil, v.keyError(natsKey, "%v", err)
+	}
+
 	var err error
 	if cfg.Worker, err = v.worker(&fc.Worker); err != nil {
+		return nil, err
+	}
+	if cfg.Outbox, cfg.OutboxSink, err = v.outbox(&fc.Outbox); err != nil {
 		return nil, err
 	}
 	if cfg.ShutdownTimeout, err = v.duration("shutdown_timeout", fc.ShutdownTimeout, DefaultShutdownTimeout); err != nil {
@@ -100,20 +115,25 @@ func (v *validator) duration(key string, s *string, def time.Duration) (time.Dur
 	return d, nil
 }
 
+// atLeastOne reads an optional count, which must be at least 1 when given.
+func (v *validator) atLeastOne(key string, n *int, def int) (int, error) {
+	if n == nil {
+		return def, nil
+	}
+	if *n < 1 {
+		return 0, v.keyError(key, "must be at least 1, got %d", *n)
+	}
+	return *n, nil
+}
+
 func (v *validator) worker(fw *fileWorker) (hookinbox.WorkerConfig, error) {
 	var w hookinbox.WorkerConfig
 	var err error
-	if fw.Concurrency != nil {
-		if *fw.Concurrency < 1 {
-			return w, v.keyError("worker.concurrency", "must be at least 1, got %d", *fw.Concurrency)
-		}
-		w.Concurrency = *fw.Concurrency
+	if w.Concurrency, err = v.atLeastOne("worker.concurrency", fw.Concurrency, 0); err != nil {
+		return w, err
 	}
-	if fw.MaxAttempts != nil {
-		if *fw.MaxAttempts < 1 {
-			return w, v.keyError("worker.max_attempts", "must be at least 1, got %d", *fw.MaxAttempts)
-		}
-		w.MaxAttempts = *fw.MaxAttempts
+	if w.MaxAttempts, err = v.atLeastOne("worker.max_attempts", fw.MaxAttempts, 0); err != nil {
+		return w, err
 	}
 	if w.Lease, err = v.duration("worker.lease", fw.Lease, 0); err != nil {
 		return w, err
@@ -167,7 +187,7 @@ func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 
 	switch h := Handler(fe.Handler); h {
 	case "":
-		return nil, v.keyError(key("handler"), "required (billing or none)")
+		return nil, v.keyError(key("handler"), "required (billing, forward or none)")
 	case HandlerBilling:
 		if ep.Provider != "stripe" {
 			return nil, v.keyError(key("handler"), "billing applies Stripe invoice events; provider must be stripe, not %q", ep.Provider)
@@ -176,12 +196,19 @@ func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 	case HandlerNone:
 		ep.Handler = h
 	case HandlerForward:
-		return nil, v.keyError(key("handler"), "forward is not yet supported by this version (use billing or none)")
+		if fe.Forward == nil {
+			return nil, v.keyError(key("forward"), "required with handler forward: {url: http://...} or {nats_subject: ...}")
+		}
+		fwd, err := v.sink(key("forward"), fe.Forward)
+		if err != nil {
+			return nil, err
+		}
+		ep.Handler, ep.Forward = h, fwd
 	default:
-		return nil, v.keyError(key("handler"), "unknown handler %q (want billing or none)", fe.Handler)
+		return nil, v.keyError(key("handler"), "unknown handler %q (want billing, forward or none)", fe.Handler)
 	}
-	if fe.Forward.Kind != 0 {
-		return nil, v.keyError(key("forward"), "only used with handler forward, which is not yet supported")
+	if fe.Forward != nil && ep.Handler != HandlerForward {
+		return nil, v.keyError(key("forward"), "only used with handler forward, not %s", ep.Handler)
 	}
 
 	if fe.Tolerance != nil {

@@ -1,6 +1,7 @@
 // Package server wires the hookinbox binary: an inbox on the configured database with
-// the built-in handlers, the HTTP server that exposes its endpoints with /healthz,
-// /readyz and /metrics, the workers, and the graceful shutdown that ties them together.
+// the built-in handlers, the outbox dispatcher with its HTTP and NATS JetStream sinks,
+// the HTTP server that exposes the endpoints with /healthz, /readyz and /metrics, the
+// workers, and the graceful shutdown that ties them together.
 package server
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/outbox"
 )
 
 // Inbox is what the binary uses of a *hookinbox.Inbox, whatever its driver's
@@ -35,10 +37,17 @@ type Inbox interface {
 	Run(ctx context.Context) error
 }
 
-// Backend is an inbox on an open database, with the configured handlers registered.
+// Backend is an inbox on an open database, with the configured handlers registered,
+// and the outbox's dispatcher.
 type Backend struct {
 	Inbox Inbox
 
+	// Outbox is the outbox's dispatcher, with cfg.Outbox's settings. Its operator
+	// functions (Stats, List, Retry, RetryNeedsReview) need no sink and always work;
+	// it delivers only when opened with OpenOptions.Dispatch (see Dispatching).
+	Outbox *outbox.Dispatcher
+
+	sinks         *sinks
 	schemaVersion func(ctx context.Context) (applied, latest int, err error)
 	close         func()
 }
@@ -52,6 +61,13 @@ type OpenOptions struct {
 	Logger *slog.Logger
 	// Observer is told of every delivery and attempt.
 	Observer hookinbox.Observer
+
+	// Dispatch builds the outbox's sinks (forward endpoints and outbox.sink),
+	// connecting to NATS when one publishes there, so that Server.Run delivers the
+	// outbox. Operator commands leave it unset: they list, count and retry.
+	Dispatch bool
+	// OutboxObserver is told of every outbox delivery when Dispatch is set.
+	OutboxObserver OutboxObserver
 }
 
 // Open connects to databaseURL and builds an inbox for cfg's endpoints. It does not
@@ -61,6 +77,9 @@ type OpenOptions struct {
 // The URL's scheme selects the driver; postgres:// and postgresql:// are the only ones
 // today. An unparsable URL or an unsupported scheme wraps ErrUnsupportedDatabase.
 func Open(ctx context.Context, databaseURL string, cfg *config.Config, opts OpenOptions) (*Backend, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	u, err := url.Parse(databaseURL)
 	if err != nil {
 		// url's error quotes the URL, which may hold a password.
@@ -84,23 +103,80 @@ func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, o
 		return nil, fmt.Errorf("error opening database pool: %w", err)
 	}
 	drv := pgxdriver.New(pool)
-	inbox, err := hookinbox.New(drv, inboxConfig(cfg, opts))
-	if err != nil {
+	b := &Backend{schemaVersion: drv.SchemaVersion}
+	if opts.Dispatch {
+		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	b.close = func() {
 		pool.Close()
+		b.sinks.close()
+	}
+	if b.Outbox, err = outbox.NewDispatcher(drv.Executor(), outboxConfig(cfg, b.sinks, opts)); err != nil {
+		b.close()
+		return nil, err
+	}
+	observer := opts.Observer
+	if b.Dispatching() {
+		observer = &wakeDispatcher{Observer: observer, notify: b.Outbox.Notify, endpoints: outboxWriters(cfg)}
+	}
+	inbox, err := hookinbox.New(drv, inboxConfig(cfg, opts.Logger, observer))
+	if err != nil {
+		b.close()
 		return nil, err
 	}
 	for _, ep := range cfg.Endpoints {
-		if ep.Handler == config.HandlerBilling {
+		switch ep.Handler {
+		case config.HandlerBilling:
 			billing.Register(inbox, ep.Name)
+		case config.HandlerForward:
+			inbox.Handle(ep.Name, "*", inbox.ForwardTo(ForwardDestination(ep.Name)))
 		}
 		// HandlerNone registers nothing: every event is recorded as ignored.
 	}
-	return &Backend{Inbox: inbox, schemaVersion: drv.SchemaVersion, close: pool.Close}, nil
+	b.Inbox = inbox
+	return b, nil
+}
+
+// Dispatching reports whether the backend has sinks to deliver the outbox to, so
+// that Server.Run runs the dispatcher.
+func (b *Backend) Dispatching() bool { return b.sinks != nil && len(b.sinks.byName) > 0 }
+
+// NATSState returns "connected" or "disconnected", and false when no sink publishes
+// to NATS.
+func (b *Backend) NATSState() (string, bool) { return b.sinks.natsState() }
+
+// outboxConfig is the dispatcher's configuration: cfg.Outbox, and the sinks when
+// there are any.
+func outboxConfig(cfg *config.Config, s *sinks, opts OpenOptions) *outbox.Config {
+	oc := cfg.Outbox
+	oc.Logger = opts.Logger
+	if s != nil {
+		oc.Sinks, oc.DefaultSink = s.byName, s.defaultSink
+		if opts.OutboxObserver != nil {
+			oc.ObserveFunc = opts.OutboxObserver.OutboxDelivery
+		}
+	}
+	return &oc
+}
+
+// outboxWriters are the endpoints whose handlers write outbox messages that this
+// configuration delivers: forward endpoints, and billing ones when outbox.sink is set.
+func outboxWriters(cfg *config.Config) map[string]bool {
+	m := map[string]bool{}
+	for _, ep := range cfg.Endpoints {
+		if ep.Handler == config.HandlerForward || (ep.Handler == config.HandlerBilling && cfg.OutboxSink != nil) {
+			m[ep.Name] = true
+		}
+	}
+	return m
 }
 
 // inboxConfig is the library configuration for cfg.
-func inboxConfig(cfg *config.Config, opts OpenOptions) *hookinbox.Config {
-	hc := &hookinbox.Config{Worker: cfg.Worker, Logger: opts.Logger, Observer: opts.Observer}
+func inboxConfig(cfg *config.Config, logger *slog.Logger, observer hookinbox.Observer) *hookinbox.Config {
+	hc := &hookinbox.Config{Worker: cfg.Worker, Logger: logger, Observer: observer}
 	for _, ep := range cfg.Endpoints {
 		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
 			Name: ep.Name, Verifier: ep.Verifier, Mode: ep.Mode, MaxBodyBytes: ep.MaxBodyBytes,
@@ -133,5 +209,6 @@ func (b *Backend) CheckSchema(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the database connections. It waits for connections in use.
+// Close releases the database connections, waiting for connections in use, and the
+// NATS connection.
 func (b *Backend) Close() { b.close() }

@@ -22,6 +22,11 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readiness answers /readyz: 200 when the database is reachable and its schema is
 // current, 503 otherwise. It logs changes of state, not every probe.
+//
+// When a sink publishes to NATS the answer says whether NATS is connected, but NATS
+// does not decide readiness: receiving needs only the database, and the outbox keeps
+// what is to be published until NATS is back. Taking every replica out of rotation
+// during a NATS outage would instead refuse the providers' deliveries.
 type readiness struct {
 	backend *Backend
 	logger  *slog.Logger
@@ -33,6 +38,9 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	applied, latest, err := rd.backend.SchemaVersion(ctx)
 	body := map[string]any{"schema_version": applied, "schema_latest": latest}
+	if state, ok := rd.backend.NATSState(); ok {
+		body["nats"] = state
+	}
 	switch {
 	case err != nil:
 		rd.transition(ctx, 2, "hookinbox: not ready: database unreachable", "error", err.Error())

@@ -27,9 +27,16 @@ type Metrics struct {
 	attempts         *prometheus.CounterVec
 	attemptDuration  *prometheus.HistogramVec
 	exhausted        *prometheus.CounterVec
+
+	outboxDeliveries *prometheus.CounterVec
+	outboxDuration   *prometheus.HistogramVec
+	outboxDuplicates *prometheus.CounterVec
 }
 
-var _ hookinbox.Observer = (*Metrics)(nil)
+var (
+	_ hookinbox.Observer = (*Metrics)(nil)
+	_ OutboxObserver     = (*Metrics)(nil)
+)
 
 // NewMetrics returns the metrics, with nothing observed yet.
 func NewMetrics() *Metrics {
@@ -61,11 +68,25 @@ func NewMetrics() *Metrics {
 			Name: "hookinbox_attempts_exhausted_total",
 			Help: "Receipts whose last allowed attempt failed: they now need review (see hookinbox events list --needs-review).",
 		}, []string{"endpoint"}),
+		outboxDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_outbox_deliveries_total",
+			Help: `Outbox delivery attempts by sink ("endpoint:<name>" for forward endpoints, "default" for outbox.sink) and result (delivered, failed, stale: the lease ran out before the result was recorded).`,
+		}, []string{"sink", "result"}),
+		outboxDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_outbox_delivery_duration_seconds",
+			Help:    "Duration of outbox delivery attempts, until the sink's answer.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"sink"}),
+		outboxDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_outbox_duplicates_total",
+			Help: "Publishes that JetStream acknowledged as duplicates of stored messages (Nats-Msg-Id): redeliveries the broker absorbed. Also counted as delivered.",
+		}, []string{"sink"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.deliveries, m.deliveryDuration, m.secretSlots, m.attempts, m.attemptDuration, m.exhausted,
+		m.outboxDeliveries, m.outboxDuration, m.outboxDuplicates,
 	)
 	return m
 }
@@ -97,7 +118,9 @@ func (m *Metrics) Attempt(a hookinbox.AttemptInfo) {
 // (at most once per cacheFor, each read bounded by timeout so a slow database cannot
 // hang the scrape).
 func (m *Metrics) CollectStats(stats func(context.Context) (*hookinbox.Stats, error), cacheFor, timeout time.Duration, logger *slog.Logger) {
-	m.registry.MustRegister(&statsCollector{stats: stats, cacheFor: cacheFor, timeout: timeout, logger: logger})
+	m.registry.MustRegister(&statsCollector{read: cachedRead[*hookinbox.Stats]{
+		read: stats, what: "inbox stats", cacheFor: cacheFor, timeout: timeout, logger: logger,
+	}})
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -118,18 +141,9 @@ var (
 		"Receipts received in the last hour, by event type.", []string{"event_type"}, nil)
 )
 
-// statsCollector reads Inbox.Stats when scraped and caches the result briefly, so
-// several scrapers (or a fast scrape interval) cost one query.
+// statsCollector exports Inbox.Stats when scraped.
 type statsCollector struct {
-	stats    func(context.Context) (*hookinbox.Stats, error)
-	cacheFor time.Duration
-	timeout  time.Duration
-	logger   *slog.Logger
-
-	mu     sync.Mutex
-	at     time.Time
-	cached *hookinbox.Stats
-	err    error
+	read cachedRead[*hookinbox.Stats]
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -139,7 +153,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	s, err := c.read()
+	s, err := c.read.get()
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
 		return
@@ -153,7 +167,23 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (c *statsCollector) read() (*hookinbox.Stats, error) {
+// cachedRead reads figures from the database when scraped and caches the result
+// briefly, so several scrapers (or a fast scrape interval) cost one query, and a
+// slow database cannot hang the scrape.
+type cachedRead[T any] struct {
+	read     func(context.Context) (T, error)
+	what     string
+	cacheFor time.Duration
+	timeout  time.Duration
+	logger   *slog.Logger
+
+	mu     sync.Mutex
+	at     time.Time
+	cached T
+	err    error
+}
+
+func (c *cachedRead[T]) get() (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < c.cacheFor {
@@ -161,10 +191,10 @@ func (c *statsCollector) read() (*hookinbox.Stats, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	s, err := c.stats(ctx)
+	v, err := c.read(ctx)
 	if err != nil && (c.err == nil || c.at.IsZero()) {
-		c.logger.Warn("hookinbox: error reading inbox stats for metrics", "error", err.Error())
+		c.logger.Warn("hookinbox: error reading "+c.what+" for metrics", "error", err.Error())
 	}
-	c.at, c.cached, c.err = time.Now(), s, err
-	return s, err
+	c.at, c.cached, c.err = time.Now(), v, err
+	return v, err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/config"
@@ -30,14 +31,15 @@ const (
 	statsTimeout  = 3 * time.Second
 )
 
-// ErrShutdownDeadline is returned by Run when in-flight requests or events did not
-// finish within the shutdown timeout. Nothing acknowledged is lost: a request still
-// in flight has not been answered 2xx, and an event still in progress keeps its
-// counted attempt and is claimed again when its lease ends.
+// ErrShutdownDeadline is returned by Run when in-flight requests, events or outbox
+// deliveries did not finish within the shutdown timeout. Nothing acknowledged is
+// lost: a request still in flight has not been answered 2xx, and an event or outbox
+// message still in progress keeps its counted attempt and is claimed again when its
+// lease ends.
 var ErrShutdownDeadline = errors.New("shutdown deadline exceeded")
 
 // Server serves a configuration: every endpoint on its path, /healthz, /readyz and
-// /metrics, and the workers.
+// /metrics, the workers and the outbox dispatcher.
 type Server struct {
 	cfg     *config.Config
 	backend *Backend
@@ -49,6 +51,7 @@ type Server struct {
 // inbox was opened with.
 func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Logger) *Server {
 	metrics.CollectStats(backend.Inbox.Stats, statsCacheFor, statsTimeout, logger)
+	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
 	mux := http.NewServeMux()
 	for _, ep := range cfg.Endpoints {
 		// Every method: the endpoint itself answers 405 in JSON to anything but POST.
@@ -70,11 +73,13 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	}
 }
 
-// Run listens on the configured address, serves, and runs the workers until ctx is
-// cancelled, then shuts down gracefully: it stops accepting connections, lets
-// in-flight requests finish and be answered, stops the workers from claiming and
-// lets the events in progress finish, all within cfg.ShutdownTimeout. It returns nil
-// after a complete shutdown and ErrShutdownDeadline if the deadline passed first.
+// Run listens on the configured address, serves, and runs the workers and the
+// outbox dispatcher (when the backend has sinks) until ctx is cancelled, then shuts
+// down gracefully: it stops accepting connections, lets in-flight requests finish
+// and be answered, stops the workers and the dispatcher from claiming and lets the
+// events and deliveries in progress finish (a delivery is bounded by
+// outbox.delivery_timeout), all within cfg.ShutdownTimeout. It returns nil after a
+// complete shutdown and ErrShutdownDeadline if the deadline passed first.
 //
 // A 2xx is only ever answered after commit, so an interruption at any point, even a
 // forced exit, loses nothing that was acknowledged.
@@ -90,15 +95,27 @@ func (s *Server) Run(ctx context.Context) error {
 	// The bound address, so that "listen: 127.0.0.1:0" can be found.
 	s.logger.Info("hookinbox: listening", "addr", ln.Addr().String(), "endpoints", endpoints)
 
-	// Workers outlive ctx: they are stopped below, as part of the shutdown sequence.
+	// Workers and the dispatcher outlive ctx: they are stopped below, as part of the
+	// shutdown sequence.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
-	workersDone := make(chan struct{})
-	go func() {
-		defer close(workersDone)
+	var work sync.WaitGroup
+	work.Go(func() {
 		if err := s.backend.Inbox.Run(workCtx); err != nil {
 			s.logger.Error("hookinbox: workers stopped", "error", err.Error())
 		}
+	})
+	if s.backend.Dispatching() {
+		work.Go(func() {
+			if err := s.backend.Outbox.Run(workCtx); err != nil {
+				s.logger.Error("hookinbox: outbox dispatcher stopped", "error", err.Error())
+			}
+		})
+	}
+	workersDone := make(chan struct{})
+	go func() {
+		work.Wait()
+		close(workersDone)
 	}()
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
@@ -125,7 +142,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if shutdownErr != nil || deadline.Err() != nil {
 		_ = s.srv.Close()
-		s.logger.Warn("hookinbox: shutdown deadline exceeded; unanswered requests will be retried by their senders, events in progress when their lease ends",
+		s.logger.Warn("hookinbox: shutdown deadline exceeded; unanswered requests will be retried by their senders, events and outbox messages in progress when their lease ends",
 			"timeout", s.cfg.ShutdownTimeout.String())
 		return ErrShutdownDeadline
 	}
