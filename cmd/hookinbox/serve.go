@@ -41,8 +41,8 @@ serve does not migrate: run "hookinbox migrate" first (/readyz says so until the
 
 On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests,
 events and outbox deliveries in progress finish within shutdown_timeout, and exits 0
-(1 if the deadline passed). A second signal exits at once with 128+signal. Either way nothing that was
-answered 2xx is lost: a 2xx is only ever sent after commit.`,
+(1 if the deadline passed). A second signal exits at once with 128+signal. Either
+way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.`,
 		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -107,8 +107,9 @@ const (
 	// HandlerNone registers no handler: every event is recorded as ignored, so
 	// retries stay duplicates.
 	HandlerNone Handler = "none"
-	// HandlerForward forwards every event, unchanged, through the outbox to the
-	// endpoint's Forward sink: the gateway mode for services not written in Go.
+	// HandlerForward forwards every event (its verified JSON payload) through the
+	// outbox to the endpoint's Forward sink: the gateway mode for services not
+	// written in Go.
 	HandlerForward Handler = "forward"
 )
 
