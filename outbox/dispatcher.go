@@ -20,8 +20,10 @@ type Config struct {
 	// share one outbox. Run requires at least one; the operator functions need none.
 	Sinks map[string]Sink
 
-	// DefaultSink names the sink of messages with no destination. It may be empty
-	// when there is a single sink.
+	// DefaultSink names the sink of messages with no destination. Empty means such
+	// messages are not claimed by this dispatcher (they wait for one that has a
+	// default); a lone sink is never picked implicitly, since it would receive other
+	// handlers' messages.
 	DefaultSink string
 
 	// Concurrency is the number of messages delivered at once by this dispatcher.
@@ -90,13 +92,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.DefaultSink == "" && len(c.Sinks) == 1 {
-		for name := range c.Sinks {
-			c.DefaultSink = name
-		}
-	}
 	return c
 }
+
+// WithDefaults returns a copy of c with zero values replaced by defaults, as
+// NewDispatcher applies them.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 func (c Config) validate() error {
 	switch {

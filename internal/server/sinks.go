@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,11 +16,6 @@ import (
 // written without a destination (the billing handler's InvoicePaymentBooked). It is
 // the sink label of their metrics.
 const DefaultSinkName = "default"
-
-// unroutedSinkName names a sink that no message names. outbox.Config takes a single
-// sink as the default sink too, which would hand the billing handler's messages to a
-// forward endpoint's receiver; a second sink keeps them pending, as documented.
-const unroutedSinkName = "hookinbox:unrouted"
 
 // ForwardDestination is the outbox destination, and the dispatcher's sink name, of
 // the events that the forward endpoint named endpoint forwards.
@@ -84,10 +77,6 @@ func openSinks(cfg *config.Config, obs OutboxObserver, logger *slog.Logger) (*si
 	if cfg.OutboxSink != nil {
 		s.byName[DefaultSinkName] = build(DefaultSinkName, cfg.OutboxSink)
 		s.defaultSink = DefaultSinkName
-	} else if len(s.byName) == 1 {
-		s.byName[unroutedSinkName] = outbox.SinkFunc(func(context.Context, *outbox.Message) error {
-			return errors.New("no sink is configured for this destination")
-		})
 	}
 	return s, nil
 }
