@@ -80,7 +80,8 @@ func TestDispatcher_DeliversTheHandlersMessageOnce(t *testing.T) {
 			got = append(got, m)
 			return nil
 		})},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DefaultSink: "test", // billing's messages have no destination
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
