@@ -84,6 +84,9 @@ func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) (*driver.Rec
 	})
 }
 
+// recordTimeout bounds the statement that records a failed attempt.
+const recordTimeout = 10 * time.Second
+
 // errAlreadyProcessed reports that a claimed receipt was found processed by another
 // worker (its lease had run out) when this one locked it.
 var errAlreadyProcessed = errors.New("already processed by another worker")
@@ -116,7 +119,11 @@ func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) erro
 	}
 	info.NeedsReview = r.Attempts >= i.worker.MaxAttempts
 	delay := i.worker.RetryDelayFunc(r.Attempts)
-	ferr := i.driver.Executor().InboxRecordFailure(pctx, &driver.InboxFailureParams{
+	// Not pctx: when processing ran out of time, pctx has too, and the failure must
+	// still be recorded.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer rcancel()
+	ferr := i.driver.Executor().InboxRecordFailure(rctx, &driver.InboxFailureParams{
 		Key: r.Key, Error: errorText(err), Delay: delay,
 	})
 	level := "retry"

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
@@ -49,79 +47,6 @@ func runUntilProcessed(t *testing.T, b *testBundle, inboxes ...*hookinbox.Inbox[
 			t.Fatalf("receipts still unprocessed after 30 s: %s", b.tableCounts(t))
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// Seed case 11.
-func TestWorker_FailureRecordedThenProcessedOnRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOpts{noBilling: true})
-	var fail atomic.Bool
-	fail.Store(true)
-	b.inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
-		if fail.Load() {
-			return errors.New("downstream table locked")
-		}
-		return countingHandler(ctx, tx, ev)
-	})
-	if got := b.receive(t, invoiceEvent(epAsync, "evt_1", "invoice.paid", "in_1", 1000)); got != hookinbox.OutcomeAccepted {
-		t.Fatalf("receive: %s, want accepted", got)
-	}
-
-	r := b.claim(t)
-	if err := b.inbox.ProcessClaimedForTest(b.ctx, r); err == nil {
-		t.Fatal("processing succeeded, want the injected failure")
-	}
-	got := b.receipt(t, epAsync, "evt_1")
-	if got.Attempts != 1 || !strings.Contains(got.LastError, "downstream table locked") || got.ProcessedAt != nil {
-		t.Fatalf("after failure: attempts=%d last_error=%q processed=%v", got.Attempts, got.LastError, got.ProcessedAt)
-	}
-
-	fail.Store(false)
-	runUntilProcessed(t, b, b.inbox)
-	got = b.receipt(t, epAsync, "evt_1")
-	if got.Attempts != 2 || got.LastError != "" || got.Outcome != "processed" {
-		t.Fatalf("after retry: attempts=%d last_error=%q outcome=%q", got.Attempts, got.LastError, got.Outcome)
-	}
-	if n := b.effects(t, "evt_1"); n != 1 {
-		t.Fatalf("effects %d, want 1", n)
-	}
-}
-
-// Seed case 12: four workers, each on its own connection, as four processes.
-func TestWorker_FiftyReceiptsFourWorkersOnceEach(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOpts{noBilling: true})
-	b.inbox.Handle(epAsync, "invoice.paid", countingHandler)
-	for i := range 50 {
-		ev := invoiceEvent(epAsync, "evt_"+string(rune('A'+i/26))+string(rune('a'+i%26)), "invoice.paid", "in_1", 1)
-		if got := b.receive(t, ev); got != hookinbox.OutcomeAccepted {
-			t.Fatalf("receive: %s", got)
-		}
-	}
-	var workers []*hookinbox.Inbox[pgx.Tx]
-	for range 4 {
-		cfg := b.db.Config(t)
-		cfg.MaxConns = 1
-		pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		w := newTestInbox(t, pool, setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{Concurrency: 1}})
-		w.Handle(epAsync, "invoice.paid", countingHandler)
-		workers = append(workers, w)
-	}
-	runUntilProcessed(t, b, workers...)
-
-	if n := b.count(t, `SELECT count(*) FROM test_effects`); n != 50 {
-		t.Fatalf("effects %d, want 50", n)
-	}
-	if n := b.count(t, `SELECT count(DISTINCT event_id) FROM test_effects`); n != 50 {
-		t.Fatalf("distinct effects %d, want 50", n)
-	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox WHERE attempts <> 1`); n != 0 {
-		t.Fatalf("%d receipts with other than one attempt", n)
 	}
 }
 
@@ -348,45 +273,6 @@ func TestWorker_StatementTimeoutRecordedAsTimeout(t *testing.T) {
 	}
 	if n := b.effects(t, "evt_1"); n != 0 {
 		t.Fatalf("effects %d, want 0 (rolled back)", n)
-	}
-}
-
-func TestHybrid_HandlerFailureAcceptedThenProcessedOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOpts{noBilling: true})
-	var fail atomic.Bool
-	fail.Store(true)
-	b.inbox.Handle(epHybrid, "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
-		if err := countingHandler(ctx, tx, ev); err != nil {
-			return err
-		}
-		if fail.Load() {
-			return errors.New("bug in handler")
-		}
-		return nil
-	})
-	ev := invoiceEvent(epHybrid, "evt_1", "invoice.paid", "in_1", 1000)
-	if got := b.receive(t, ev); got != hookinbox.OutcomeAccepted {
-		t.Fatalf("receive: %s, want accepted", got)
-	}
-	r := b.receipt(t, epHybrid, "evt_1")
-	if r.Attempts != 1 || !strings.Contains(r.LastError, "bug in handler") || r.ProcessedAt != nil {
-		t.Fatalf("pending receipt: attempts=%d last_error=%q processed=%v", r.Attempts, r.LastError, r.ProcessedAt)
-	}
-	if n := b.effects(t, "evt_1"); n != 0 {
-		t.Fatalf("effects %d after the failed sync attempt, want 0", n)
-	}
-	if got := b.receive(t, ev); got != hookinbox.OutcomeDuplicate {
-		t.Fatalf("provider retry: %s, want duplicate", got)
-	}
-
-	fail.Store(false)
-	runUntilProcessed(t, b, b.inbox)
-	if n := b.effects(t, "evt_1"); n != 1 {
-		t.Fatalf("effects %d, want 1", n)
-	}
-	if r := b.receipt(t, epHybrid, "evt_1"); r.Attempts != 2 {
-		t.Fatalf("attempts %d, want 2", r.Attempts)
 	}
 }
 
