@@ -167,8 +167,12 @@ func TestRun_ExitCodes(t *testing.T) {
 		{"outbox retry without an id", nil, []string{"outbox", "retry"}, 2, "want ID or --all-needs-review"},
 		{"outbox retry with a bad id", nil, []string{"outbox", "retry", "evt_1"}, 2, `ID "evt_1" is not an outbox message id`},
 		{"outbox list with a bad limit", nil, []string{"outbox", "list", "--limit", "0"}, 2, "--limit must be at least 1"},
-		{"no database URL", nil, []string{"status"}, 2, "no database URL: pass --database-url, set HOOKINBOX_DATABASE_URL"},
-		{"unsupported database URL", nil, []string{"migrate", "--database-url", "mysql://x/y"}, 2, `unsupported database URL: scheme "mysql"`},
+		{"no database anywhere and no ./hookinbox.db", nil, []string{"status"}, 1, "no SQLite database at ./hookinbox.db (the default without a database URL)"},
+		{"unsupported --database-url", nil, []string{"migrate", "--database-url", "mysql://x/y"}, 2, `--database-url: unsupported database URL: scheme "mysql" (want postgres://, postgresql:// or sqlite:PATH)`},
+		{"unsupported HOOKINBOX_DATABASE_URL", map[string]string{"HOOKINBOX_DATABASE_URL": "mysql://x/y"}, []string{"status"}, 2, `config: HOOKINBOX_DATABASE_URL: unsupported database URL: scheme "mysql"`},
+		{"sqlite:// is refused", nil, []string{"status", "--database-url", "sqlite:///tmp/x.db"}, 2, "--database-url: unsupported database URL: write sqlite:PATH, not sqlite://PATH"},
+		{"sqlite file that does not exist", nil, []string{"events", "list", "--database-url", "sqlite:/nonexistent/hookinbox.db"}, 1, "no SQLite database at /nonexistent/hookinbox.db (--database-url)"},
+		{"sqlite file in a missing directory", nil, []string{"migrate", "--database-url", "sqlite:/nonexistent/hookinbox.db"}, 1, "directory /nonexistent does not exist"},
 		{"serve without a config", nil, []string{"serve"}, 2, "no config file: pass --config FILE or set HOOKINBOX_CONFIG"},
 		{"missing config file", nil, []string{"status", "--config", "/nonexistent/hookinbox.yaml"}, 2, "cannot read"},
 		{"unreachable database", nil, []string{"migrate", "--database-url", "postgres://postgres@127.0.0.1:1/none?connect_timeout=5"}, 1, "127.0.0.1"},
@@ -236,6 +240,8 @@ endpoints:
 		{"outbox delivery timeout above lease", base + "outbox: {lease: 5s, delivery_timeout: 6s}\n", "outbox.delivery_timeout", "shorter than outbox.lease"},
 		{"bad nats_url", "nats_url: 'http://127.0.0.1:4222'\n" + base, "nats_url", "unknown scheme"},
 		{"no endpoints", "database_url: postgres://127.0.0.1:1/unused\n", "endpoints", "at least one endpoint is required"},
+		{"database_url of another database", strings.Replace(base, "postgres://", "mysql://", 1), "database_url", `unsupported database URL: scheme "mysql" (want postgres://, postgresql:// or sqlite:PATH)`},
+		{"database_url and sqlite_path", base + "sqlite_path: hookinbox.db\n", "sqlite_path", "give database_url or sqlite_path, not both"},
 	}
 	env := childEnv("E2E_STRIPE_SECRET=whsec_x", "E2E_EMPTY_SECRET=")
 	for _, tt := range tests {

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +26,8 @@ type dbFlags struct {
 
 func (f *dbFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.configPath, "config", "c", "", "config file (default $"+envConfig+")")
-	cmd.Flags().StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL, e.g. postgres://user@host:5432/db (overrides $"+config.EnvDatabaseURL+" and database_url)")
+	cmd.Flags().StringVar(&f.databaseURL, "database-url", "",
+		"postgres://user@host:5432/db or sqlite:PATH (overrides $"+config.EnvDatabaseURL+", database_url and sqlite_path; default ./hookinbox.db)")
 }
 
 // loadConfig reads the config file named by --config or HOOKINBOX_CONFIG, or returns
@@ -44,31 +48,51 @@ func (a *app) loadConfig(f *dbFlags, required, resolveSecrets bool) (*config.Con
 	return config.Load(path, opts)
 }
 
-// databaseURL returns the URL by precedence: --database-url, then
-// HOOKINBOX_DATABASE_URL, then the config's database_url (config.Load applied the
-// environment variable over the file already).
-func (a *app) databaseURL(f *dbFlags, cfg *config.Config) (string, error) {
-	if f.databaseURL != "" {
-		return f.databaseURL, nil
+// database returns the store by precedence: --database-url, then
+// HOOKINBOX_DATABASE_URL, then the config's database_url, then its sqlite_path, then
+// ./hookinbox.db (config.Load resolved all but the flag already).
+func (a *app) database(f *dbFlags, cfg *config.Config) (config.Database, error) {
+	if f.databaseURL == "" {
+		return cfg.Database, nil
 	}
-	if cfg.DatabaseURL != "" {
-		return cfg.DatabaseURL, nil
+	db, err := config.ParseDatabaseURL(f.databaseURL, config.SourceFlag)
+	if err != nil {
+		return db, usagef("--database-url: %v", err)
 	}
-	// DESIGN.md: an embedded SQLite database will be the default here.
-	return "", usagef("no database URL: pass --database-url, set %s, or set database_url in the config file", config.EnvDatabaseURL)
+	return db, nil
+}
+
+// describeSource says where db came from, for messages.
+func describeSource(db config.Database, cfg *config.Config) string {
+	switch db.Source {
+	case config.SourceDefault:
+		return "the default without a database URL"
+	case config.SourceURLKey, config.SourceSQLiteKey:
+		return db.Source + " in " + cfg.Path
+	default:
+		return db.Source
+	}
 }
 
 // openBackend opens the database for an operator command. With checkSchema it
 // refuses a schema older than the binary, so a command does not fail later on a
-// missing table.
+// missing table, and a SQLite file that does not exist: opening it would create an
+// empty database beside the one serve uses (a command run in another directory, or
+// without serve's --config), and report an empty inbox as if all were well.
 func (a *app) openBackend(ctx context.Context, f *dbFlags, cfg *config.Config, checkSchema bool) (*server.Backend, error) {
-	url, err := a.databaseURL(f, cfg)
+	db, err := a.database(f, cfg)
 	if err != nil {
 		return nil, err
 	}
+	if db.Driver == config.DriverSQLite && checkSchema {
+		if _, err := os.Stat(db.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no SQLite database at %s (%s): hookinbox serve creates it; run this command in serve's directory or with its --config, or name the database with --database-url",
+				db.Path, describeSource(db, cfg))
+		}
+	}
 	// Operator commands run no workers and serve no requests: the inbox logs nothing.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := server.Open(ctx, url, cfg, server.OpenOptions{Logger: logger})
+	b, err := server.Open(ctx, db, cfg, server.OpenOptions{Logger: logger})
 	if err != nil {
 		if errors.Is(err, server.ErrUnsupportedDatabase) {
 			return nil, &usageError{err}

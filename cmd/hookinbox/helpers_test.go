@@ -109,10 +109,17 @@ type result struct {
 // runBinary runs the binary to completion.
 func runBinary(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runBinaryIn(t, "", env, args...)
+}
+
+// runBinaryIn runs the binary to completion in the working directory dir ("" for
+// this process's).
+func runBinaryIn(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -126,7 +133,13 @@ func runBinary(t *testing.T, env []string, args ...string) result {
 // mustRun runs the binary and fails the test unless it exits 0.
 func mustRun(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	r := runBinary(t, env, args...)
+	return mustRunIn(t, "", env, args...)
+}
+
+// mustRunIn is mustRun in the working directory dir.
+func mustRunIn(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	r := runBinaryIn(t, dir, env, args...)
 	if r.code != 0 {
 		t.Fatalf("hookinbox %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
@@ -146,12 +159,18 @@ type serveProc struct {
 	exitCode int
 }
 
-// startServe starts serve with the config at path and waits until it listens.
+// startServe starts serve with args and waits until it listens.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
+	return startServeIn(t, "", env, args...)
+}
+
+// startServeIn is startServe in the working directory dir ("" for this process's).
+func startServeIn(t *testing.T, dir string, env []string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{t: t, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, append([]string{"serve"}, args...)...)
-	p.cmd.Env = env
+	p.cmd.Env, p.cmd.Dir = env, dir
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

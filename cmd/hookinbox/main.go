@@ -1,12 +1,13 @@
 // Command hookinbox runs hookinbox without writing Go: it receives webhooks on the
-// endpoints of a YAML config, verifies them, records each once in PostgreSQL and
-// applies the built-in handlers or forwards them through the outbox (to an HTTP
-// service or NATS JetStream), and gives operators the commands to watch and repair
-// the inbox and the outbox.
+// endpoints of a YAML config, verifies them, records each once in its database
+// (PostgreSQL, or without a database URL the SQLite file ./hookinbox.db) and applies
+// the built-in handlers or forwards them through the outbox (to an HTTP service or
+// NATS JetStream), and gives operators the commands to watch and repair the inbox and
+// the outbox.
 //
-//	hookinbox migrate --config hookinbox.yaml
-//	hookinbox serve   --config hookinbox.yaml
+//	hookinbox serve   --config hookinbox.yaml   # SQLite: creates and migrates ./hookinbox.db
 //	hookinbox status  --config hookinbox.yaml --json
+//	hookinbox migrate --database-url postgres://...   # PostgreSQL: an explicit step
 //
 // Exit codes: 0 success, 1 failure (database error, target not found, a send that was
 // not answered 2xx), 2 usage or configuration error. serve exits 0 after a graceful

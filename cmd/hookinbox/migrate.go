@@ -20,27 +20,23 @@ run in one transaction under a lock, so running migrate twice, or from several
 machines at once, is safe.
 
 The database is --database-url, else $HOOKINBOX_DATABASE_URL, else database_url in
-the config file.`,
+the config file, else the SQLite file sqlite_path (default ./hookinbox.db), which
+migrate creates if needed. serve migrates a SQLite file by itself; a PostgreSQL
+database is migrated only by this command, as an explicit step of a deploy.`,
 		Example: `  hookinbox migrate --database-url postgres://postgres@127.0.0.1:5432/postgres
-  hookinbox migrate --config examples/hookinbox.yaml`,
+  hookinbox migrate --config examples/hookinbox.yaml
+  hookinbox migrate --database-url sqlite:/var/lib/hookinbox/hookinbox.db`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withBackend(cmd.Context(), &f, false, func(_ *config.Config, b *server.Backend) error {
-				before, _, err := b.SchemaVersion(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if err := b.Inbox.Migrate(cmd.Context()); err != nil {
-					return err
-				}
-				after, _, err := b.SchemaVersion(cmd.Context())
+				before, after, err := b.Migrate(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if after == before {
-					fmt.Fprintf(a.stdout, "schema already current (version %d)\n", after)
+					fmt.Fprintf(a.stdout, "schema already current (version %d) in %s\n", after, b.Database)
 				} else {
-					fmt.Fprintf(a.stdout, "schema migrated from version %d to %d\n", before, after)
+					fmt.Fprintf(a.stdout, "schema migrated from version %d to %d in %s\n", before, after, b.Database)
 				}
 				return nil
 			})

@@ -21,8 +21,13 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "hookinbox",
 		Short: "Make incoming webhooks take effect exactly once",
 		Long: `hookinbox receives webhooks, verifies their signatures, records each event once in
-PostgreSQL together with its effect (a transactional inbox), and answers 2xx only
+its database together with its effect (a transactional inbox), and answers 2xx only
 after commit: never lost, never applied twice.
+
+The database is PostgreSQL (--database-url postgres://..., HOOKINBOX_DATABASE_URL or
+database_url) or, without a database URL, the SQLite file ./hookinbox.db (sqlite_path),
+which serve creates and migrates: nothing to install for a first run. PostgreSQL is
+the production store.
 
 Configuration is a YAML file (--config, or HOOKINBOX_CONFIG) with environment
 overrides (HOOKINBOX_DATABASE_URL, HOOKINBOX_LISTEN, HOOKINBOX_NATS_URL); signing

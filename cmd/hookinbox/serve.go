@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -37,14 +39,20 @@ does not wait for it: while NATS is unreachable, deliveries to it fail and are
 retried with backoff, and /readyz reports "nats":"disconnected" without failing.
 
 The config is validated before anything starts; a bad key is refused with exit 2.
-serve does not migrate: run "hookinbox migrate" first (/readyz says so until then).
+
+Without a database URL (--database-url, HOOKINBOX_DATABASE_URL, database_url) serve
+keeps everything in the SQLite file sqlite_path, default ./hookinbox.db: it creates
+the file and migrates it at start, and logs that it did, so that a first run needs
+nothing installed. A PostgreSQL database is not migrated by serve: run "hookinbox
+migrate" first (/readyz says so until then).
 
 On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests,
 events and outbox deliveries in progress finish within shutdown_timeout, and exits 0
 (1 if the deadline passed). A second signal exits at once with 128+signal. Either
 way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.`,
-		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml`,
-		Args:    args(cobra.NoArgs),
+		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml
+  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml --database-url postgres://postgres@127.0.0.1:5432/postgres`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -63,12 +71,12 @@ way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.
 				}
 				cfg.Listen = listen
 			}
-			url, err := a.databaseURL(&f, cfg)
+			db, err := a.database(&f, cfg)
 			if err != nil {
 				return err
 			}
 			logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-			return a.serve(cmd.Context(), cfg, url, logger)
+			return a.serve(cmd.Context(), cfg, db, logger)
 		},
 	}
 	f.register(cmd)
@@ -77,7 +85,7 @@ way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger *slog.Logger) error {
+func (a *app) serve(ctx context.Context, cfg *config.Config, db config.Database, logger *slog.Logger) error {
 	ctx, shutdown := context.WithCancel(ctx)
 	defer shutdown()
 	sigs := make(chan os.Signal, 2)
@@ -95,7 +103,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 	}()
 
 	metrics := server.NewMetrics()
-	backend, err := server.Open(ctx, url, cfg, server.OpenOptions{
+	backend, err := server.Open(ctx, db, cfg, server.OpenOptions{
 		Logger: logger, Observer: metrics, Dispatch: true, OutboxObserver: metrics,
 	})
 	if err != nil {
@@ -103,6 +111,13 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, url string, logger 
 			return &usageError{err}
 		}
 		return err
+	}
+	logDatabase(db, logger)
+	if db.Driver == config.DriverSQLite {
+		if err := migrateSQLite(ctx, backend, logger); err != nil {
+			backend.Close()
+			return err
+		}
 	}
 	// Not fatal: the server starts and /readyz reports until the database is back
 	// or migrated, as an orchestrator expects.
@@ -145,4 +160,32 @@ func logOutbox(cfg *config.Config, logger *slog.Logger) {
 			return
 		}
 	}
+}
+
+// logDatabase says which database serve uses and where that choice came from.
+func logDatabase(db config.Database, logger *slog.Logger) {
+	if db.Driver == config.DriverSQLite {
+		abs, _ := filepath.Abs(db.Path)
+		logger.Info("hookinbox: database", "driver", string(db.Driver), "path", db.Path, "file", abs, "from", db.Source)
+		return
+	}
+	logger.Info("hookinbox: database", "driver", string(db.Driver), "url", db.String(), "from", db.Source)
+}
+
+// migrateSQLite brings a SQLite file's schema up to date. The embedded store is for
+// one user on one machine, and a newcomer's first serve should just work; PostgreSQL
+// is production, where a schema change is an explicit step of a deploy (hookinbox
+// migrate), so serve never migrates it. A failure is fatal: unlike a server that is
+// down, nothing fixes a file serve cannot write by waiting.
+func migrateSQLite(ctx context.Context, backend *server.Backend, logger *slog.Logger) error {
+	path := backend.Database.Path
+	before, after, err := backend.Migrate(ctx)
+	if err != nil {
+		return fmt.Errorf("error migrating %s: %w", path, err)
+	}
+	if after != before {
+		logger.Info(fmt.Sprintf("hookinbox: migrated %s to schema version %d", path, after),
+			"path", path, "from_version", before, "to_version", after)
+	}
+	return nil
 }

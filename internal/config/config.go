@@ -49,9 +49,20 @@ type Config struct {
 	// Path is the file the configuration was read from, empty for Default.
 	Path string
 
-	// DatabaseURL is database_url, or HOOKINBOX_DATABASE_URL when set. Empty means
-	// none was given; the command line may still supply one.
+	// DatabaseURL is database_url, or HOOKINBOX_DATABASE_URL when set, as written.
+	// Empty means none was given; the command line may still supply one.
 	DatabaseURL string
+
+	// SQLitePath is the SQLite file used when there is no database URL: sqlite_path,
+	// a relative value resolved against the config file's directory, so that serve
+	// and the operator commands open the same file from any working directory.
+	//
+	// Defaults to ./hookinbox.db in the working directory (DefaultSQLitePath).
+	SQLitePath string
+
+	// Database is the store: DatabaseURL parsed when set, else the SQLite file at
+	// SQLitePath. The command line's --database-url overrides it.
+	Database Database
 
 	// Listen is the address serve listens on.
 	//

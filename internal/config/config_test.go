@@ -189,6 +189,12 @@ func TestParse_RefusesWithKeyAndReason(t *testing.T) {
 		{"statement timeout above lease", "worker: {lease: 10s, statement_timeout: 20s}\n", "worker.statement_timeout", "shorter than worker.lease"},
 		{"zero concurrency", "worker: {concurrency: 0}\n", "worker.concurrency", "at least 1"},
 		{"bad listen", "listen: 8080\n", "listen", "host:port"},
+		{"database_url of another database", "database_url: 'mysql://u:whsec_pw@127.0.0.1/db'\n", "database_url", `unsupported database URL: scheme "mysql" (want postgres://, postgresql:// or sqlite:PATH)`},
+		{"database_url without a scheme", "database_url: hookinbox.db\n", "database_url", "no scheme"},
+		{"database_url sqlite://", "database_url: 'sqlite:///var/lib/hookinbox.db'\n", "database_url", "write sqlite:PATH, not sqlite://PATH"},
+		{"database_url sqlite with parameters", "database_url: 'sqlite:h.db?_pragma=synchronous(OFF)'\n", "database_url", "takes no parameters"},
+		{"database_url and sqlite_path", "database_url: postgres://127.0.0.1/db\nsqlite_path: h.db\n", "sqlite_path", "give database_url or sqlite_path, not both"},
+		{"sqlite_path padded", "sqlite_path: ' h.db'\n", "sqlite_path", "spaces"},
 		{"bad shutdown timeout", "shutdown_timeout: soon\n", "shutdown_timeout", "not a duration"},
 	}
 	vars := env(map[string]string{"STRIPE_NEW": "whsec_new", "EMPTY": "", "PADDED": " whsec_x\n"})
@@ -280,5 +286,77 @@ func TestParse_OutboxDefaultsAndNATSURLFromEnvironment(t *testing.T) {
 	var cerr *config.Error
 	if !errors.As(err, &cerr) || cerr.Key != "HOOKINBOX_NATS_URL" {
 		t.Errorf("a bad HOOKINBOX_NATS_URL: %v", err)
+	}
+}
+
+func TestParseDatabaseURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		raw  string
+		want config.Database
+	}{
+		{"postgres://u@h:5432/db?pool_max_conns=8", config.Database{Driver: config.DriverPostgres, URL: "postgres://u@h:5432/db?pool_max_conns=8"}},
+		{"postgresql://h/db", config.Database{Driver: config.DriverPostgres, URL: "postgresql://h/db"}},
+		{"sqlite:hookinbox.db", config.Database{Driver: config.DriverSQLite, Path: "hookinbox.db"}},
+		{"sqlite:./data/h.db", config.Database{Driver: config.DriverSQLite, Path: "./data/h.db"}},
+		{"sqlite:/var/lib/hookinbox/h.db", config.Database{Driver: config.DriverSQLite, Path: "/var/lib/hookinbox/h.db"}},
+		{"sqlite:dir with spaces/h#1.db", config.Database{Driver: config.DriverSQLite, Path: "dir with spaces/h#1.db"}},
+	}
+	for _, tt := range tests {
+		got, err := config.ParseDatabaseURL(tt.raw, config.SourceFlag)
+		tt.want.Source = config.SourceFlag
+		if err != nil || got != tt.want {
+			t.Errorf("ParseDatabaseURL(%q) = %+v, %v; want %+v", tt.raw, got, err, tt.want)
+		}
+	}
+	for _, raw := range []string{"", "mysql://h/db", "sqlite://h.db", "sqlite:", "sqlite:h.db?mode=ro", "file:h.db", "h.db", "postgres://u:pw@h:port/db"} {
+		_, err := config.ParseDatabaseURL(raw, config.SourceFlag)
+		if !errors.Is(err, config.ErrUnsupportedDatabase) {
+			t.Errorf("ParseDatabaseURL(%q) = %v, want ErrUnsupportedDatabase", raw, err)
+		} else if strings.Contains(err.Error(), "pw") {
+			t.Errorf("ParseDatabaseURL(%q) = %v: the message quotes a password", raw, err)
+		}
+	}
+	if s := (config.Database{Driver: config.DriverPostgres, URL: "postgres://u:secret@h/db"}).String(); strings.Contains(s, "secret") {
+		t.Errorf("String() = %q shows the password", s)
+	}
+}
+
+// Without a database URL the binary uses a SQLite file: ./hookinbox.db in the working
+// directory, or sqlite_path, which is relative to the config file.
+func TestParse_DatabaseDefaultsToSQLite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name, yaml string
+		env        map[string]string
+		want       config.Database
+	}{
+		{"nothing", "", nil, config.Database{Driver: config.DriverSQLite, Path: "./hookinbox.db", Source: config.SourceDefault}},
+		{"sqlite_path relative", "sqlite_path: data/h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: filepath.Join(dir, "data/h.db"), Source: "sqlite_path"}},
+		{"sqlite_path absolute", "sqlite_path: /var/lib/h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: "/var/lib/h.db", Source: "sqlite_path"}},
+		{"database_url sqlite", "database_url: sqlite:h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: "h.db", Source: "database_url"}},
+		{"database_url postgres", "database_url: postgres://h/db\n", nil, config.Database{Driver: config.DriverPostgres, URL: "postgres://h/db", Source: "database_url"}},
+		{"environment over sqlite_path", "sqlite_path: h.db\n", map[string]string{"HOOKINBOX_DATABASE_URL": "postgres://h/db"},
+			config.Database{Driver: config.DriverPostgres, URL: "postgres://h/db", Source: "HOOKINBOX_DATABASE_URL"}},
+	}
+	for _, tt := range tests {
+		cfg, err := config.Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml), config.Options{LookupEnv: env(tt.env)})
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if cfg.Database != tt.want {
+			t.Errorf("%s: database = %+v, want %+v", tt.name, cfg.Database, tt.want)
+		}
+	}
+	cfg, err := config.Default(config.Options{LookupEnv: env(nil)})
+	if err != nil || cfg.Database.Path != config.DefaultSQLitePath {
+		t.Errorf("Default: database = %+v, %v", cfg.Database, err)
+	}
+	_, err = config.Default(config.Options{LookupEnv: env(map[string]string{"HOOKINBOX_DATABASE_URL": "mysql://h/db"})})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Key != "HOOKINBOX_DATABASE_URL" || !strings.Contains(cerr.Reason, `scheme "mysql"`) {
+		t.Errorf("a bad HOOKINBOX_DATABASE_URL: %v", err)
 	}
 }

@@ -28,6 +28,9 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if env, ok := opts.LookupEnv(EnvDatabaseURL); ok && env != "" {
 		cfg.DatabaseURL = env
 	}
+	if err := v.database(cfg, fc); err != nil {
+		return nil, err
+	}
 	if env, ok := opts.LookupEnv(EnvListen); ok && env != "" {
 		cfg.Listen, listenKey = env, EnvListen
 	}

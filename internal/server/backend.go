@@ -10,14 +10,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -47,13 +50,16 @@ type Backend struct {
 	// it delivers only when opened with OpenOptions.Dispatch (see Dispatching).
 	Outbox *outbox.Dispatcher
 
+	// Database is the store the backend was opened on.
+	Database config.Database
+
 	sinks         *sinks
 	schemaVersion func(ctx context.Context) (applied, latest int, err error)
 	close         func()
 }
 
 // ErrUnsupportedDatabase is returned by Open for a database URL no driver handles.
-var ErrUnsupportedDatabase = errors.New("unsupported database URL")
+var ErrUnsupportedDatabase = config.ErrUnsupportedDatabase
 
 // OpenOptions tune Open.
 type OpenOptions struct {
@@ -70,48 +76,65 @@ type OpenOptions struct {
 	OutboxObserver OutboxObserver
 }
 
-// Open connects to databaseURL and builds an inbox for cfg's endpoints. It does not
-// wait for the database: a server must start (and report not ready) while the
-// database is down. Close releases the connections.
+// Open opens db and builds an inbox for cfg's endpoints, with the built-in handlers
+// on that database's driver. Close releases the connections.
 //
-// The URL's scheme selects the driver; postgres:// and postgresql:// are the only ones
-// today. An unparsable URL or an unsupported scheme wraps ErrUnsupportedDatabase.
-func Open(ctx context.Context, databaseURL string, cfg *config.Config, opts OpenOptions) (*Backend, error) {
+// On PostgreSQL it does not wait for the server: a server must start (and report not
+// ready) while the database is down. A SQLite file is created when it does not exist
+// (with no schema: see Migrate); an error opening it is returned at once, since no
+// later retry fixes a path or a permission. A URL pgx cannot parse wraps
+// ErrUnsupportedDatabase.
+func Open(ctx context.Context, db config.Database, cfg *config.Config, opts OpenOptions) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		// url's error quotes the URL, which may hold a password.
-		return nil, fmt.Errorf("%w: cannot parse it", ErrUnsupportedDatabase)
-	}
-	switch u.Scheme {
-	case "postgres", "postgresql":
-		return openPostgres(ctx, databaseURL, cfg, opts)
+	switch db.Driver {
+	case config.DriverPostgres:
+		pcfg, err := pgxpool.ParseConfig(db.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			return nil, fmt.Errorf("error opening database pool: %w", err)
+		}
+		return newBackend(db, pgxdriver.New(pool), pool.Close, billing.Register, cfg, opts)
+	case config.DriverSQLite:
+		// SQLite's own message for this is "unable to open database file (14)".
+		if dir := filepath.Dir(db.Path); !isDir(dir) {
+			return nil, fmt.Errorf("error opening %s: directory %s does not exist (hookinbox creates the file, not its directory)", db.Path, dir)
+		}
+		sdb, err := sqlitedriver.Open(db.Path)
+		if err != nil {
+			return nil, err
+		}
+		return newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
 	default:
-		return nil, fmt.Errorf("%w: scheme %q (want postgres://)", ErrUnsupportedDatabase, u.Scheme)
+		return nil, fmt.Errorf("%w: driver %q", ErrUnsupportedDatabase, db.Driver)
 	}
 }
 
-func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, opts OpenOptions) (*Backend, error) {
-	pcfg, err := pgxpool.ParseConfig(databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("error opening database pool: %w", err)
-	}
-	drv := pgxdriver.New(pool)
-	b := &Backend{schemaVersion: drv.SchemaVersion}
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// newBackend builds the inbox and the dispatcher on drv, whatever its transaction
+// type. closeDB releases the database; registerBilling is the billing package's
+// registration for drv's transaction type.
+func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(),
+	registerBilling func(*hookinbox.Inbox[TTx], string), cfg *config.Config, opts OpenOptions,
+) (*Backend, error) {
+	b := &Backend{Database: db, schemaVersion: drv.SchemaVersion}
+	var err error
 	if opts.Dispatch {
 		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
-			pool.Close()
+			closeDB()
 			return nil, err
 		}
 	}
 	b.close = func() {
-		pool.Close()
+		closeDB()
 		b.sinks.close()
 	}
 	if b.Outbox, err = outbox.NewDispatcher(drv.Executor(), outboxConfig(cfg, b.sinks, opts)); err != nil {
@@ -130,7 +153,7 @@ func openPostgres(ctx context.Context, databaseURL string, cfg *config.Config, o
 	for _, ep := range cfg.Endpoints {
 		switch ep.Handler {
 		case config.HandlerBilling:
-			billing.Register(inbox, ep.Name)
+			registerBilling(inbox, ep.Name)
 		case config.HandlerForward:
 			inbox.Handle(ep.Name, "*", inbox.ForwardTo(ForwardDestination(ep.Name)))
 		}
@@ -207,6 +230,21 @@ func (b *Backend) CheckSchema(ctx context.Context) error {
 		return fmt.Errorf("%w: version %d, this binary needs %d: run hookinbox migrate", ErrSchemaNotCurrent, applied, latest)
 	}
 	return nil
+}
+
+// Migrate applies the migrations the database lacks and returns the schema version
+// before and after.
+func (b *Backend) Migrate(ctx context.Context) (before, after int, err error) {
+	if before, _, err = b.schemaVersion(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := b.Inbox.Migrate(ctx); err != nil {
+		return before, 0, err
+	}
+	if after, _, err = b.schemaVersion(ctx); err != nil {
+		return before, 0, err
+	}
+	return before, after, nil
 }
 
 // Close releases the database connections, waiting for connections in use, and the

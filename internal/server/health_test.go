@@ -6,28 +6,36 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
-// openTestBackend opens a backend on a fresh schema, without endpoints.
-func openTestBackend(t *testing.T) *Backend {
+// openTestBackend opens a backend without endpoints on a fresh PostgreSQL schema or,
+// for config.DriverSQLite, a fresh SQLite file.
+func openTestBackend(t *testing.T, drv config.DatabaseDriver) *Backend {
 	t.Helper()
-	db := testdb.New(t)
-	u, err := url.Parse(testdb.URL())
-	if err != nil {
-		t.Fatal(err)
+	target := config.Database{Driver: config.DriverSQLite, Path: filepath.Join(t.TempDir(), "hookinbox.db")}
+	if drv == config.DriverPostgres {
+		db := testdb.New(t)
+		u, err := url.Parse(testdb.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", db.Schema)
+		u.RawQuery = q.Encode()
+		target = config.Database{Driver: config.DriverPostgres, URL: u.String()}
 	}
-	q := u.Query()
-	q.Set("search_path", db.Schema)
-	u.RawQuery = q.Encode()
 	cfg, err := config.Default(config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(context.Background(), u.String(), cfg, OpenOptions{Logger: discardLogger()})
+	b, err := Open(context.Background(), target, cfg, OpenOptions{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,25 +56,53 @@ func readyz(t *testing.T, b *Backend) (int, map[string]any) {
 
 func TestReadyz_NotReadyUntilMigrated(t *testing.T) {
 	t.Parallel()
-	b := openTestBackend(t)
+	for _, drv := range []config.DatabaseDriver{config.DriverPostgres, config.DriverSQLite} {
+		t.Run(string(drv), func(t *testing.T) {
+			t.Parallel()
+			b := openTestBackend(t, drv)
 
-	code, body := readyz(t, b)
-	if code != 503 || body["status"] != "schema_not_current" {
-		t.Errorf("/readyz before migrate = %d %v, want 503 schema_not_current", code, body)
-	}
-	if err := b.CheckSchema(context.Background()); !errors.Is(err, ErrSchemaNotCurrent) {
-		t.Errorf("CheckSchema before migrate = %v", err)
-	}
+			code, body := readyz(t, b)
+			if code != 503 || body["status"] != "schema_not_current" {
+				t.Errorf("/readyz before migrate = %d %v, want 503 schema_not_current", code, body)
+			}
+			if err := b.CheckSchema(context.Background()); !errors.Is(err, ErrSchemaNotCurrent) {
+				t.Errorf("CheckSchema before migrate = %v", err)
+			}
 
-	if err := b.Inbox.Migrate(context.Background()); err != nil {
+			before, after, err := b.Migrate(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before != 0 || after == 0 {
+				t.Errorf("Migrate = %d, %d, want 0 and the latest version", before, after)
+			}
+			code, body = readyz(t, b)
+			if code != 200 || body["status"] != "ready" || body["schema_version"] != body["schema_latest"] {
+				t.Errorf("/readyz after migrate = %d %v, want 200 ready", code, body)
+			}
+			if err := b.CheckSchema(context.Background()); err != nil {
+				t.Errorf("CheckSchema after migrate = %v", err)
+			}
+			if again, _, err := b.Migrate(context.Background()); err != nil || again != after {
+				t.Errorf("Migrate again = %d, %v, want %d, nil", again, err, after)
+			}
+		})
+	}
+}
+
+// A SQLite path that cannot be opened fails Open at once: unlike a server that is
+// down, no wait fixes a wrong path or a permission.
+func TestOpen_SQLitePathThatCannotBeOpenedFails(t *testing.T) {
+	t.Parallel()
+	cfg, _ := config.Default(config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hookinbox.db")
+	if err := os.Mkdir(path, 0o700); err != nil { // a directory where the file should be
 		t.Fatal(err)
 	}
-	code, body = readyz(t, b)
-	if code != 200 || body["status"] != "ready" || body["schema_version"] != body["schema_latest"] {
-		t.Errorf("/readyz after migrate = %d %v, want 200 ready", code, body)
-	}
-	if err := b.CheckSchema(context.Background()); err != nil {
-		t.Errorf("CheckSchema after migrate = %v", err)
+	_, err := Open(context.Background(), config.Database{Driver: config.DriverSQLite, Path: path}, cfg, OpenOptions{Logger: discardLogger()})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open on a directory = %v, want an error naming %s", err, path)
 	}
 }
 
@@ -79,12 +115,11 @@ func TestHealthz_AnswersWithoutTheDatabase(t *testing.T) {
 	}
 }
 
-func TestOpen_RefusesUnsupportedDatabases(t *testing.T) {
+func TestOpen_RefusesAURLPgxCannotParse(t *testing.T) {
 	t.Parallel()
 	cfg, _ := config.Default(config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	for _, u := range []string{"mysql://127.0.0.1/db", "sqlite:///tmp/x.db", "::not a url", "postgres://127.0.0.1/db?pool_max_conns=many"} {
-		if _, err := Open(context.Background(), u, cfg, OpenOptions{Logger: discardLogger()}); !errors.Is(err, ErrUnsupportedDatabase) {
-			t.Errorf("Open(%q) = %v, want ErrUnsupportedDatabase", u, err)
-		}
+	db := config.Database{Driver: config.DriverPostgres, URL: "postgres://127.0.0.1/db?pool_max_conns=many"}
+	if _, err := Open(context.Background(), db, cfg, OpenOptions{Logger: discardLogger()}); !errors.Is(err, ErrUnsupportedDatabase) {
+		t.Errorf("Open(%s) = %v, want ErrUnsupportedDatabase", db, err)
 	}
 }

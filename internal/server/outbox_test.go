@@ -147,7 +147,7 @@ func TestOpen_DispatchesWhileNATSIsUnreachable(t *testing.T) {
 endpoints:
   - {name: js, path: /js, provider: stripe, handler: forward, secrets_env: [S], forward: {nats_subject: hooks.stripe}}
 `)
-	b, err := Open(context.Background(), "postgres://127.0.0.1:1/unused", cfg, OpenOptions{Logger: discardLogger(), Dispatch: true})
+	b, err := Open(context.Background(), unreachablePostgres, cfg, OpenOptions{Logger: discardLogger(), Dispatch: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ endpoints:
 
 func TestOpen_WithoutDispatchHasNoSinks(t *testing.T) {
 	t.Parallel()
-	b, err := Open(context.Background(), "postgres://127.0.0.1:1/unused", parseConfig(t, forwardEndpoint), OpenOptions{Logger: discardLogger()})
+	b, err := Open(context.Background(), unreachablePostgres, parseConfig(t, forwardEndpoint), OpenOptions{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,3 +175,6 @@ func TestOpen_WithoutDispatchHasNoSinks(t *testing.T) {
 		t.Errorf("an operator backend dispatches, or has no dispatcher for its operator functions")
 	}
 }
+
+// unreachablePostgres is a PostgreSQL nobody answers on.
+var unreachablePostgres = config.Database{Driver: config.DriverPostgres, URL: "postgres://127.0.0.1:1/unused"}
