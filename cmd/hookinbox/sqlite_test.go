@@ -51,7 +51,7 @@ func sqliteEnv(t *testing.T, extra ...string) []string {
 	t.Helper()
 	env := childEnv(append([]string{"E2E_STRIPE_SECRET=" + e2eSecret}, extra...)...)
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "HOOKINBOX_") && !strings.HasPrefix(kv, "HOOKINBOX_DATABASE_URL=sqlite:") {
+		if strings.HasPrefix(kv, "HOOKINBOX_DATABASE_URL=") && !strings.HasPrefix(kv, "HOOKINBOX_DATABASE_URL=sqlite:") {
 			t.Fatalf("the child environment sets %s", kv)
 		}
 	}
@@ -96,13 +96,21 @@ func sendTo(t *testing.T, env []string, p *serveProc, args ...string) string {
 
 var reMigrated = regexp.MustCompile(`"msg":"hookinbox: migrated \./hookinbox\.db to schema version (\d+)"`)
 
-// The newcomer's first run: no database URL anywhere, and serve creates, migrates and
-// uses ./hookinbox.db; the operator commands read the same file.
+// The newcomer's first run, the README's: examples/hookinbox.yaml with no database URL
+// anywhere, and serve creates, migrates and uses ./hookinbox.db; the operator commands
+// read the same file.
 func TestServe_WithoutDatabaseURLUsesSQLiteInTheWorkingDirectory(t *testing.T) {
 	t.Parallel()
 	work, elsewhere := t.TempDir(), t.TempDir()
-	env := sqliteEnv(t)
-	config := writeConfig(t, elsewhere, sqliteConfig) // no database_url, no sqlite_path
+	// The example's secret variable; a free port instead of its 8080.
+	env := sqliteEnv(t, "STRIPE_WEBHOOK_SECRET="+e2eSecret, "HOOKINBOX_LISTEN=127.0.0.1:0")
+	config, err := filepath.Abs("../../examples/hookinbox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(config); err != nil || regexp.MustCompile(`(?m)^(database_url|sqlite_path):`).Match(data) {
+		t.Fatalf("examples/hookinbox.yaml names a database, or cannot be read (%v)", err)
+	}
 
 	p := startServeIn(t, work, env, "--config", config)
 	if m := reMigrated.FindStringSubmatch(p.Logs()); m == nil || m[1] == "0" {
@@ -110,9 +118,6 @@ func TestServe_WithoutDatabaseURLUsesSQLiteInTheWorkingDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "hookinbox.db")); err != nil {
 		t.Fatalf("no hookinbox.db in the working directory: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(elsewhere, "hookinbox.db")); err == nil {
-		t.Errorf("hookinbox.db was created beside the config, not in the working directory")
 	}
 	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 
