@@ -76,7 +76,14 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string) {
 
 // claim counts an attempt on the next available receipt and leases it, in its own
 // committed statement, so the attempt survives a worker that dies while processing.
+//
+// A stop request does not interrupt the statement: a claim cancelled in flight may
+// still commit on the server, and would then hide its receipt for a whole lease while
+// nobody works on it. The loop checks for a stop before claiming, and a receipt that
+// was claimed is processed.
 func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) (*driver.Receipt, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	return i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
 		Endpoints:   endpoints,
 		Lease:       i.worker.Lease,
@@ -84,8 +91,12 @@ func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) (*driver.Rec
 	})
 }
 
-// recordTimeout bounds the statement that records a failed attempt.
-const recordTimeout = 10 * time.Second
+// recordTimeout bounds the statement that records a failed attempt, and claimTimeout
+// a claim.
+const (
+	recordTimeout = 10 * time.Second
+	claimTimeout  = 10 * time.Second
+)
 
 // errAlreadyProcessed reports that a claimed receipt was found processed by another
 // worker (its lease had run out) when this one locked it.

@@ -122,6 +122,9 @@ func defaultRetryDelay(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// claimTimeout bounds one claim statement.
+const claimTimeout = 10 * time.Second
+
 // Dispatcher delivers outbox messages. It is safe to run several, in one process or
 // many, on one database.
 type Dispatcher struct {
@@ -215,8 +218,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 }
 
 // claim leases a message in its own committed statement: no transaction is held open
-// while the sink is called.
+// while the sink is called. A stop request does not interrupt the statement: a claim
+// cancelled in flight may still commit, and would hide its message for a whole lease
+// with nobody delivering it. A message that was claimed is delivered.
 func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	rows, err := d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
 		Destinations: d.destinations, Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
 	})
