@@ -53,15 +53,12 @@ type Config struct {
 	// Empty means none was given; the command line may still supply one.
 	DatabaseURL string
 
-	// SQLitePath is the SQLite file used when there is no database URL: sqlite_path,
-	// a relative value resolved against the config file's directory, so that serve
-	// and the operator commands open the same file from any working directory.
+	// Database is the store: DatabaseURL parsed when set, else the SQLite file
+	// sqlite_path, a relative path resolved against the config file's directory. The
+	// command line's --database-url overrides it.
 	//
-	// Defaults to ./hookinbox.db in the working directory (DefaultSQLitePath).
-	SQLitePath string
-
-	// Database is the store: DatabaseURL parsed when set, else the SQLite file at
-	// SQLitePath. The command line's --database-url overrides it.
+	// Defaults to the SQLite file ./hookinbox.db in the working directory
+	// (DefaultSQLitePath).
 	Database Database
 
 	// Listen is the address serve listens on.

@@ -323,7 +323,8 @@ func TestParseDatabaseURL(t *testing.T) {
 }
 
 // Without a database URL the binary uses a SQLite file: ./hookinbox.db in the working
-// directory, or sqlite_path, which is relative to the config file.
+// directory, or sqlite_path. Paths written in the config file are relative to it;
+// the environment's, to the working directory.
 func TestParse_DatabaseDefaultsToSQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -335,7 +336,9 @@ func TestParse_DatabaseDefaultsToSQLite(t *testing.T) {
 		{"nothing", "", nil, config.Database{Driver: config.DriverSQLite, Path: "./hookinbox.db", Source: config.SourceDefault}},
 		{"sqlite_path relative", "sqlite_path: data/h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: filepath.Join(dir, "data/h.db"), Source: "sqlite_path"}},
 		{"sqlite_path absolute", "sqlite_path: /var/lib/h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: "/var/lib/h.db", Source: "sqlite_path"}},
-		{"database_url sqlite", "database_url: sqlite:h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: "h.db", Source: "database_url"}},
+		{"database_url sqlite relative", "database_url: sqlite:h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: filepath.Join(dir, "h.db"), Source: "database_url"}},
+		{"database_url sqlite absolute", "database_url: sqlite:/var/lib/h.db\n", nil, config.Database{Driver: config.DriverSQLite, Path: "/var/lib/h.db", Source: "database_url"}},
+		{"environment sqlite relative", "", map[string]string{"HOOKINBOX_DATABASE_URL": "sqlite:h.db"}, config.Database{Driver: config.DriverSQLite, Path: "h.db", Source: "HOOKINBOX_DATABASE_URL"}},
 		{"database_url postgres", "database_url: postgres://h/db\n", nil, config.Database{Driver: config.DriverPostgres, URL: "postgres://h/db", Source: "database_url"}},
 		{"environment over sqlite_path", "sqlite_path: h.db\n", map[string]string{"HOOKINBOX_DATABASE_URL": "postgres://h/db"},
 			config.Database{Driver: config.DriverPostgres, URL: "postgres://h/db", Source: "HOOKINBOX_DATABASE_URL"}},

@@ -42,11 +42,12 @@ type Database struct {
 	URL string
 
 	// Path is the SQLite file (DriverSQLite). A relative path is relative to the
-	// working directory of the process.
+	// working directory of the process (Load has already resolved one written in a
+	// config file against the file's directory).
 	Path string
 
 	// Source says where the value came from: SourceFlag, SourceEnv, SourceURLKey,
-	// SourceSQLiteKey or SourceSQLiteDflt.
+	// SourceSQLiteKey or SourceDefault.
 	Source string
 }
 
@@ -107,27 +108,26 @@ func ParseDatabaseURL(raw, source string) (Database, error) {
 	}
 }
 
-// database sets cfg.SQLitePath and cfg.Database from the file and the environment
-// (cfg.DatabaseURL already holds HOOKINBOX_DATABASE_URL when it is set).
+// database sets cfg.Database from the file and the environment (cfg.DatabaseURL
+// already holds HOOKINBOX_DATABASE_URL when it is set).
+//
+// A relative SQLite path written in the config file (sqlite_path, or database_url:
+// sqlite:PATH) is relative to the file, like secrets_file: serve under a service
+// manager and an operator's status in another directory must open the same file, not
+// create a second, empty one. The default and the environment variable are relative
+// to the working directory, like any path given on a command line.
 func (v *validator) database(cfg *Config, fc *fileConfig) error {
 	if fc.DatabaseURL != "" && fc.SQLitePath != "" {
 		// One key, one meaning: a file with both would leave its reader guessing which
 		// database the events are in.
 		return v.keyError("sqlite_path", "give database_url or sqlite_path, not both")
 	}
-	cfg.SQLitePath, cfg.Database = DefaultSQLitePath, Database{Driver: DriverSQLite, Path: DefaultSQLitePath, Source: SourceDefault}
+	cfg.Database = Database{Driver: DriverSQLite, Path: DefaultSQLitePath, Source: SourceDefault}
 	if p := fc.SQLitePath; p != "" {
 		if strings.TrimSpace(p) != p {
 			return v.keyError("sqlite_path", "%q has leading or trailing spaces", p)
 		}
-		if !filepath.IsAbs(p) && v.file != "" {
-			// Relative to the config file, like secrets_file: serve under a service
-			// manager and an operator's status in another directory must open the same
-			// file, not create a second, empty one.
-			p = filepath.Join(filepath.Dir(v.file), p)
-		}
-		cfg.SQLitePath = p
-		cfg.Database = Database{Driver: DriverSQLite, Path: p, Source: SourceSQLiteKey}
+		cfg.Database = Database{Driver: DriverSQLite, Path: v.relativeToFile(p), Source: SourceSQLiteKey}
 	}
 	if cfg.DatabaseURL == "" {
 		return nil
@@ -140,6 +140,18 @@ func (v *validator) database(cfg *Config, fc *fileConfig) error {
 	if err != nil {
 		return v.keyError(key, "%v", err)
 	}
+	if db.Driver == DriverSQLite && key == SourceURLKey {
+		db.Path = v.relativeToFile(db.Path)
+	}
 	cfg.Database = db
 	return nil
+}
+
+// relativeToFile resolves a relative path written in the config file against the
+// file's directory.
+func (v *validator) relativeToFile(p string) string {
+	if filepath.IsAbs(p) || v.file == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(v.file), p)
 }
