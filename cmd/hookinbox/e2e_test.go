@@ -18,7 +18,6 @@ import (
 
 	"github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -378,48 +377,12 @@ func TestServe_SigtermDuringBurstLosesNothingAcknowledged(t *testing.T) {
 	p := b.serve(t)
 	const total, concurrency = 200, 16
 
-	var (
-		mu    sync.Mutex
-		acked []string
-		wg    sync.WaitGroup
-	)
-	jobs := make(chan int, total)
-	for i := range total {
-		jobs <- i
-	}
-	close(jobs)
-	client := &http.Client{Timeout: 30 * time.Second}
-	signer := hookinboxtest.Stripe(e2eSecret)
 	var once sync.Once
-	for range concurrency {
-		wg.Go(func() {
-			for i := range jobs {
-				id := fmt.Sprintf("evt_burst_%03d", i)
-				body := fmt.Appendf(nil, `{"id":%q,"type":"invoice.paid","data":{"object":{"id":"in_burst_%03d","customer":"cus_b","amount_paid":100,"currency":"eur"}}}`, id, i)
-				req, err := hookinboxtest.NewRequest(p.url("/webhooks/stripe"), signer, body)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					continue // refused after shutdown began: the sender would retry
-				}
-				resp.Body.Close()
-				if resp.StatusCode/100 != 2 {
-					continue
-				}
-				mu.Lock()
-				acked = append(acked, id)
-				n := len(acked)
-				mu.Unlock()
-				if n == total/4 {
-					once.Do(func() { p.signal(syscall.SIGTERM) })
-				}
-			}
-		})
-	}
-	wg.Wait()
+	acked := burst(t, p.url("/webhooks/stripe"), "burst", total, concurrency, func(n int) {
+		if n == total/4 {
+			once.Do(func() { p.signal(syscall.SIGTERM) })
+		}
+	})
 	once.Do(func() { p.signal(syscall.SIGTERM) }) // if the burst ended first
 	if code := p.wait(10*time.Second + 20*time.Second); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM, want 0", code)
@@ -427,7 +390,7 @@ func TestServe_SigtermDuringBurstLosesNothingAcknowledged(t *testing.T) {
 	if len(acked) < total/4 {
 		t.Fatalf("only %d requests acknowledged", len(acked))
 	}
-	for _, id := range acked {
+	for id := range acked {
 		invoice := strings.Replace(id, "evt_", "in_", 1)
 		if n := b.count(t, `SELECT count(*) FROM webhook_inbox WHERE event_id = $1 AND processed_at IS NOT NULL`, id); n != 1 {
 			t.Errorf("acknowledged %s has %d processed receipts, want 1", id, n)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -244,6 +245,57 @@ func (p *serveProc) wait(limit time.Duration) int {
 		p.t.Fatalf("serve did not exit within %s", limit)
 		return -1
 	}
+}
+
+// burst sends total distinct invoice.paid events (evt_<prefix>_NNN for invoice
+// in_<prefix>_NNN) to url, signed with e2eSecret, concurrency requests at a time. It
+// returns the Hookinbox-Outcome of every event answered 2xx, by event id; a request
+// that fails or is refused is skipped, as a sender would retry it later. onAck, when
+// set, is called after each 2xx with the number answered so far.
+func burst(t *testing.T, url, prefix string, total, concurrency int, onAck func(n int)) map[string]string {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		acked = map[string]string{}
+		wg    sync.WaitGroup
+	)
+	jobs := make(chan int, total)
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	client := &http.Client{Timeout: 30 * time.Second}
+	signer := hookinboxtest.Stripe(e2eSecret)
+	for range concurrency {
+		wg.Go(func() {
+			for i := range jobs {
+				id := fmt.Sprintf("evt_%s_%03d", prefix, i)
+				body := fmt.Appendf(nil, `{"id":%q,"type":"invoice.paid","data":{"object":{"id":"in_%s_%03d","customer":"cus_b","amount_paid":100,"currency":"eur"}}}`, id, prefix, i)
+				req, err := hookinboxtest.NewRequest(url, signer, body)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 {
+					continue
+				}
+				mu.Lock()
+				acked[id] = resp.Header.Get("Hookinbox-Outcome")
+				n := len(acked)
+				mu.Unlock()
+				if onAck != nil {
+					onAck(n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return acked
 }
 
 // get returns the status and body of a GET, or 0 if the request failed.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
 // The embedded store: without any database URL the binary keeps everything in a
@@ -221,56 +218,12 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 	p := startServe(t, env, "--config", config)
 	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 
-	// burst sends every event once, concurrency at a time, and returns the outcome of
-	// each answered 2xx. kill, when set, is called once after total/3 of them.
-	burst := func(p *serveProc, kill func()) map[string]string {
-		var (
-			mu    sync.Mutex
-			acked = map[string]string{}
-			wg    sync.WaitGroup
-			once  sync.Once
-		)
-		jobs := make(chan int, total)
-		for i := range total {
-			jobs <- i
+	var once sync.Once
+	acked := burst(t, p.url("/webhooks/stripe"), "kill", total, concurrency, func(n int) {
+		if n == total/3 {
+			once.Do(func() { _ = p.cmd.Process.Kill() }) // SIGKILL
 		}
-		close(jobs)
-		client := &http.Client{Timeout: 30 * time.Second}
-		signer := hookinboxtest.Stripe(e2eSecret)
-		for range concurrency {
-			wg.Go(func() {
-				for i := range jobs {
-					id := fmt.Sprintf("evt_kill_%03d", i)
-					body := fmt.Appendf(nil, `{"id":%q,"type":"invoice.paid","data":{"object":{"id":"in_kill_%03d","customer":"cus_k","amount_paid":100,"currency":"eur"}}}`, id, i)
-					req, err := hookinboxtest.NewRequest(p.url("/webhooks/stripe"), signer, body)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					resp, err := client.Do(req)
-					if err != nil {
-						continue // cut off by the kill: not acknowledged, the sender retries
-					}
-					resp.Body.Close()
-					if resp.StatusCode/100 != 2 {
-						continue
-					}
-					mu.Lock()
-					acked[id] = resp.Header.Get("Hookinbox-Outcome")
-					n := len(acked)
-					mu.Unlock()
-					if kill != nil && n == total/3 {
-						once.Do(kill)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return acked
-	}
-
-	acked := burst(p, func() { _ = p.cmd.Process.Kill() }) // SIGKILL
-
+	})
 	p.wait(30 * time.Second)
 	if len(acked) < total/3 || len(acked) == total {
 		t.Fatalf("%d of %d acknowledged: the kill did not land mid-burst", len(acked), total)
@@ -297,7 +250,7 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 	}
 
 	// The provider redelivers the whole burst.
-	again := burst(p, nil)
+	again := burst(t, p.url("/webhooks/stripe"), "kill", total, concurrency, nil)
 	if len(again) != total {
 		t.Fatalf("the redelivery: %d of %d answered 2xx", len(again), total)
 	}
