@@ -558,4 +558,3 @@ func conformHybrid[TTx any](t *testing.T, w *world[TTx]) {
 		t.Fatalf("effects %d, want 1", n)
 	}
 }
-
