@@ -4,45 +4,17 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/driver"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. A file is named
-// NNN_name.sql; versions are forward-only and never renumbered.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("error reading embedded migrations: %w", err)
-	}
-	var all []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration file %q is not named NNN_name.sql", e.Name())
-		}
-		body, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("error reading migration %s: %w", e.Name(), err)
-		}
-		all = append(all, migration{version: version, name: name, sql: string(body)})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
-	return all, nil
+func migrations() ([]driver.Migration, error) {
+	return driver.ReadMigrations(migrationFS, "migrations")
 }
 
 // Migrate applies the migrations not yet applied, all in one transaction under an
@@ -65,14 +37,14 @@ func (d *Driver) Migrate(ctx context.Context) error {
 			return fmt.Errorf("error reading applied migrations: %w", err)
 		}
 		for _, m := range all {
-			if m.version <= applied {
+			if m.Version <= applied {
 				continue
 			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("error applying migration %03d_%s: %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("error applying migration %03d_%s: %w", m.Version, m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, sqlMigrationRecord, m.version, m.name); err != nil {
-				return fmt.Errorf("error recording migration %03d_%s: %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, sqlMigrationRecord, m.Version, m.Name); err != nil {
+				return fmt.Errorf("error recording migration %03d_%s: %w", m.Version, m.Name, err)
 			}
 		}
 		return nil
@@ -86,7 +58,7 @@ func (d *Driver) SchemaVersion(ctx context.Context) (applied, latest int, err er
 	if err != nil {
 		return 0, 0, err
 	}
-	latest = all[len(all)-1].version
+	latest = all[len(all)-1].Version
 	var exists bool
 	if err := d.pool.QueryRow(ctx, sqlMigrationTableExists).Scan(&exists); err != nil {
 		return 0, latest, d.TranslateError(fmt.Errorf("error reading schema version: %w", err))

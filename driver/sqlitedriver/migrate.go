@@ -4,44 +4,15 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/hookinbox/hookinbox/driver"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. A file is named
-// NNN_name.sql; versions are forward-only and never renumbered. They keep the
-// PostgreSQL driver's numbering: version N has the same tables and columns on both.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("error reading embedded migrations: %w", err)
-	}
-	var all []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration file %q is not named NNN_name.sql", e.Name())
-		}
-		body, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("error reading migration %s: %w", e.Name(), err)
-		}
-		all = append(all, migration{version: version, name: name, sql: string(body)})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
-	return all, nil
+func migrations() ([]driver.Migration, error) {
+	return driver.ReadMigrations(migrationFS, "migrations")
 }
 
 // Migrate applies the migrations not yet applied, all in one transaction. The
@@ -67,14 +38,14 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		return translate(fmt.Errorf("error reading applied migrations: %w", err))
 	}
 	for _, m := range all {
-		if m.version <= applied {
+		if m.Version <= applied {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return translate(fmt.Errorf("error applying migration %03d_%s: %w", m.version, m.name, err))
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return translate(fmt.Errorf("error applying migration %03d_%s: %w", m.Version, m.Name, err))
 		}
-		if _, err := tx.ExecContext(ctx, sqlMigrationRecord, m.version, m.name); err != nil {
-			return translate(fmt.Errorf("error recording migration %03d_%s: %w", m.version, m.name, err))
+		if _, err := tx.ExecContext(ctx, sqlMigrationRecord, m.Version, m.Name); err != nil {
+			return translate(fmt.Errorf("error recording migration %03d_%s: %w", m.Version, m.Name, err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -90,7 +61,7 @@ func (d *Driver) SchemaVersion(ctx context.Context) (applied, latest int, err er
 	if err != nil {
 		return 0, 0, err
 	}
-	latest = all[len(all)-1].version
+	latest = all[len(all)-1].Version
 	var exists bool
 	if err := d.db.QueryRowContext(ctx, sqlMigrationTableExists).Scan(&exists); err != nil {
 		return 0, latest, translate(fmt.Errorf("error reading schema version: %w", err))
