@@ -148,15 +148,6 @@ func (b *testBundle) ledgerRows(t *testing.T) int {
 	return b.count(t, `SELECT count(*) FROM ledger_entries`)
 }
 
-func (b *testBundle) invoiceStatus(t *testing.T, id string) string {
-	t.Helper()
-	var s string
-	if err := b.db.Pool.QueryRow(b.ctx, `SELECT status FROM invoices WHERE id = $1`, id).Scan(&s); err != nil {
-		t.Fatalf("invoice %s: %v", id, err)
-	}
-	return s
-}
-
 func (b *testBundle) receipt(t *testing.T, endpoint, eventID string) *hookinbox.Receipt {
 	t.Helper()
 	r, err := b.inbox.GetReceipt(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: endpoint, EventID: eventID})
