@@ -27,7 +27,6 @@ import (
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
-	"github.com/hookinbox/hookinbox/provider"
 )
 
 // harness opens a fresh, migrated database for one test and knows the driver's dialect
@@ -61,37 +60,7 @@ type world[TTx any] struct {
 
 func (w *world[TTx]) inbox(t *testing.T, maxConns int, o setupOpts) *hookinbox.Inbox[TTx] {
 	t.Helper()
-	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.worker.RetryDelayFunc == nil {
-		o.worker.RetryDelayFunc = func(int) time.Duration { return 0 }
-	}
-	if o.worker.PollInterval == 0 {
-		o.worker.PollInterval = 20 * time.Millisecond
-	}
-	inbox, err := hookinbox.New(w.newDriver(t, maxConns), &hookinbox.Config{
-		Endpoints: []hookinbox.EndpointConfig{
-			{Name: epBilling, Verifier: v, Mode: hookinbox.ModeSync},
-			{Name: epAnalytics, Verifier: v, Mode: hookinbox.ModeSync},
-			{Name: epAsync, Verifier: v, Mode: hookinbox.ModeAsync},
-			{Name: epHybrid, Verifier: v, Mode: hookinbox.ModeHybrid},
-		},
-		Worker: o.worker,
-		Logger: testLogger(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !o.noBilling {
-		for _, ep := range []string{epBilling, epAnalytics, epAsync, epHybrid} {
-			for typ, fn := range w.billing(inbox) {
-				inbox.Handle(ep, typ, fn)
-			}
-		}
-	}
-	return inbox
+	return buildTestInbox(t, w.newDriver(t, maxConns), o, w.billing)
 }
 
 var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T) *world[pgx.Tx] {

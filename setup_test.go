@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
@@ -82,6 +83,16 @@ func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
 // one schema, as several processes would.
 func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbox[pgx.Tx] {
 	t.Helper()
+	return buildTestInbox(t, pgxdriver.New(pool), o, billing.Handlers)
+}
+
+// buildTestInbox returns an inbox on d with the four test endpoints (one per mode, and a
+// second sync one), no retry delay, a short poll, and, unless o.noBilling, the billing
+// handlers of handlers on every endpoint. Both the PostgreSQL tests and the behaviour
+// suite build their inboxes here.
+func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
+	handlers func(*hookinbox.Inbox[TTx]) map[string]hookinbox.HandlerFunc[TTx]) *hookinbox.Inbox[TTx] {
+	t.Helper()
 	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +103,7 @@ func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbo
 	if o.worker.PollInterval == 0 {
 		o.worker.PollInterval = 20 * time.Millisecond
 	}
-	inbox, err := hookinbox.New(pgxdriver.New(pool), &hookinbox.Config{
+	inbox, err := hookinbox.New(d, &hookinbox.Config{
 		Endpoints: []hookinbox.EndpointConfig{
 			{Name: epBilling, Verifier: v, Mode: hookinbox.ModeSync},
 			{Name: epAnalytics, Verifier: v, Mode: hookinbox.ModeSync},
@@ -107,7 +118,9 @@ func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbo
 	}
 	if !o.noBilling {
 		for _, ep := range []string{epBilling, epAnalytics, epAsync, epHybrid} {
-			billing.Register(inbox, ep)
+			for typ, fn := range handlers(inbox) {
+				inbox.Handle(ep, typ, fn)
+			}
 		}
 	}
 	return inbox
