@@ -2,9 +2,10 @@
 // into a verified event, or into a typed error that says why it was refused.
 //
 // A Verifier never parses or re-serializes the body before checking its signature:
-// providers sign the bytes they send, and any re-encoding breaks the signature. Nothing
-// that fails verification may reach a database (DESIGN.md G5), so callers verify first
-// and write afterwards.
+// providers sign the bytes they send, and any re-encoding breaks the signature.
+//
+// Nothing unverified is written: callers run Verify on the exact bytes received, before
+// any database call, and write only what it returned without an error.
 package provider
 
 import (

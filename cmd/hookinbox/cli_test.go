@@ -104,7 +104,8 @@ func otherCommandFlag(name string) bool {
 	return false
 }
 
-// DESIGN.md §6 names these commands and flags; scripts rely on them.
+// These commands and flags are the binary's interface to scripts: renaming or
+// removing one breaks them.
 func TestCommands_ContractFlagsExist(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{

@@ -1,6 +1,6 @@
-// Package config reads the hookinbox binary's configuration: a YAML file (DESIGN.md
-// §6) with environment overrides, and signing secrets taken only from environment
-// variables or files. Load refuses anything it does not understand with an *Error
+// Package config reads the hookinbox binary's configuration: a YAML file with
+// environment overrides, and signing secrets taken only from environment variables
+// or files. Load refuses anything it does not understand with an *Error
 // that names the bad key and the reason, so the binary refuses to start rather than
 // run with a configuration that would lose or double-apply events.
 //
