@@ -24,6 +24,17 @@ var signerParams = map[string][]string{
 	},
 }
 
+// Names lists the providers SignerFor knows, sorted: the names a config's provider
+// key accepts (provider.Names), so that `hookinbox send` can sign for every endpoint.
+func Names() []string {
+	names := make([]string, 0, len(signerParams))
+	for n := range signerParams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // SignerFor returns the signer of the named provider, as `hookinbox send --provider`
 // selects it: stripe, github, shopify, slack, standardwebhooks, svix (Standard
 // Webhooks under svix-* headers) or hmac, with the endpoint's secrets and params.
@@ -35,12 +46,7 @@ var signerParams = map[string][]string{
 func SignerFor(provider string, secrets []string, params map[string]string) (Signer, error) {
 	known, ok := signerParams[provider]
 	if !ok {
-		names := make([]string, 0, len(signerParams))
-		for n := range signerParams {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("hookinboxtest: unknown provider %q (known: %v)", provider, names)
+		return nil, fmt.Errorf("hookinboxtest: unknown provider %q (known: %v)", provider, Names())
 	}
 	var unknown []string
 	for k := range params {

@@ -1,6 +1,7 @@
 package hookinboxtest_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestSignerFor_VerifiedByEveryProvider(t *testing.T) {
 		{"shopify", "shopify", []string{"sh"}, nil, "evt_1", "invoice.paid"},
 		{"slack", "slack", []string{"sl"}, nil, "Ev1", "app_mention"},
 		{"standardwebhooks", "standardwebhooks", []string{swSecret, swOtherSecret}, map[string]string{"retry_window": "24h"}, "evt_1", "invoice.paid"},
-		{"svix", "standardwebhooks", []string{swOtherSecret}, nil, "evt_1", "invoice.paid"},
+		{"svix", "svix", []string{swOtherSecret}, nil, "evt_1", "invoice.paid"},
 		{"hmac", "hmac", []string{"hm"}, map[string]string{
 			"header": "X-Sig", "prefix": "sha512=", "algorithm": "sha512", "encoding": "base64",
 			"timestamp_header": "X-Ts", "id_header": "X-Id", "signed_payload": "{id}:{timestamp}:{body}",
@@ -77,6 +78,30 @@ func TestSignerFor_VerifiedByEveryProvider(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNames_SameAsProviders checks both directions between send and config: every
+// provider a config accepts is one SignerFor (`hookinbox send --provider`) signs for,
+// and every one it signs for is one a config accepts.
+func TestNames_SameAsProviders(t *testing.T) {
+	t.Parallel()
+
+	if got, want := hookinboxtest.Names(), provider.Names(); !slices.Equal(got, want) {
+		t.Fatalf("hookinboxtest.Names() = %v, provider.Names() = %v; want the same", got, want)
+	}
+	for _, name := range provider.Names() {
+		secret := "k"
+		if name == "standardwebhooks" || name == "svix" {
+			secret = swSecret
+		}
+		var params map[string]string
+		if name == "hmac" {
+			params = map[string]string{"header": "X-Sig"}
+		}
+		if _, err := hookinboxtest.SignerFor(name, []string{secret}, params); err != nil {
+			t.Errorf("SignerFor(%q): %v", name, err)
+		}
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 //
 // Implementations are safe for concurrent use.
 type Verifier interface {
-	// Name is the provider's name as stored in webhook_inbox.provider, e.g. "stripe".
+	// Name is the provider's name as stored in webhook_inbox.provider, e.g. "stripe":
+	// the name of the scheme, which is also the name New selects it by, except for
+	// an alias (svix builds the verifier named "standardwebhooks").
 	Name() string
 
 	// Verify checks the signature of body as received, with the headers that came with

@@ -48,18 +48,8 @@ var constructors = map[string]func(Options) (Verifier, error){
 		}
 		return NewSlack(SlackConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
 	},
-	"standardwebhooks": func(o Options) (Verifier, error) {
-		if err := knownParams("standardwebhooks", o.Params, "retry_window"); err != nil {
-			return nil, err
-		}
-		retryWindow, err := durationParam("standardwebhooks", o.Params, "retry_window")
-		if err != nil {
-			return nil, err
-		}
-		return NewStandardWebhooks(StandardWebhooksConfig{
-			Secrets: o.Secrets, Tolerance: o.Tolerance, RetryWindow: retryWindow, NowFunc: o.NowFunc,
-		})
-	},
+	"standardwebhooks": newStandardWebhooks("standardwebhooks"),
+	"svix":             newStandardWebhooks("svix"),
 	"hmac": func(o Options) (Verifier, error) {
 		if err := knownParams("hmac", o.Params, hmacParams...); err != nil {
 			return nil, err
@@ -88,6 +78,24 @@ var constructors = map[string]func(Options) (Verifier, error){
 	},
 }
 
+// newStandardWebhooks returns the constructor of the Standard Webhooks verifier
+// selected by name ("standardwebhooks" or its alias "svix"), which its param errors
+// quote as written in the config.
+func newStandardWebhooks(name string) func(Options) (Verifier, error) {
+	return func(o Options) (Verifier, error) {
+		if err := knownParams(name, o.Params, "retry_window"); err != nil {
+			return nil, err
+		}
+		retryWindow, err := durationParam(name, o.Params, "retry_window")
+		if err != nil {
+			return nil, err
+		}
+		return NewStandardWebhooks(StandardWebhooksConfig{
+			Secrets: o.Secrets, Tolerance: o.Tolerance, RetryWindow: retryWindow, NowFunc: o.NowFunc,
+		})
+	}
+}
+
 // hmacParams are the params of the generic hmac scheme, each documented on the
 // HMACConfig field it sets.
 var hmacParams = []string{
@@ -101,10 +109,22 @@ var hmacParams = []string{
 //	github            NewGitHub; no params; Tolerance unused (no timestamp)
 //	shopify           NewShopify; no params; Tolerance unused (no signed timestamp)
 //	slack             NewSlack; no params
-//	standardwebhooks  NewStandardWebhooks (Svix too); param retry_window
+//	standardwebhooks  NewStandardWebhooks; param retry_window; webhook-* or svix-* headers
+//	svix              the same verifier as standardwebhooks, under the name Svix's
+//	                  users know it by; Name() is "standardwebhooks" (see below)
 //	hmac              NewHMAC; params header, prefix, algorithm, encoding,
 //	                  timestamp_header, signed_payload, id_header, id_field,
 //	                  type_header, type_field, retry_window (see HMACConfig)
+//
+// svix is an alias, not a provider of its own: Svix sends the Standard Webhooks
+// scheme (under svix-* header names, which the verifier reads as well), so both
+// names build the same verifier, and its Name() is "standardwebhooks" for both.
+// That name is stored with every receipt and is part of its key (provider,
+// endpoint, event_id), so an endpoint's receipts do not depend on which of the two
+// names its config uses: changing one for the other leaves the keys as they were,
+// and a retry that arrives after the change is still a duplicate rather than a new
+// event processed a second time. Receipts of a svix endpoint are listed, shown and
+// retried under provider standardwebhooks.
 //
 // An unknown name, an unknown param key and a bad param value are errors that name
 // them; secrets never appear in errors.

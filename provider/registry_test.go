@@ -18,16 +18,25 @@ var validParams = map[string]map[string]string{
 
 // validSecret is a secret each provider accepts.
 func validSecret(name string) string {
-	if name == "standardwebhooks" {
+	if name == "standardwebhooks" || name == "svix" {
 		return swSecret
 	}
 	return testSecret
 }
 
+// wantName is the Name() of the verifier New builds for each provider name: its own,
+// except svix, an alias of standardwebhooks (see New).
+func wantName(name string) string {
+	if name == "svix" {
+		return "standardwebhooks"
+	}
+	return name
+}
+
 func TestNames(t *testing.T) {
 	t.Parallel()
 
-	want := []string{"github", "hmac", "shopify", "slack", "standardwebhooks", "stripe"}
+	want := []string{"github", "hmac", "shopify", "slack", "standardwebhooks", "stripe", "svix"}
 	if got := provider.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -36,8 +45,8 @@ func TestNames(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(%q): %v", name, err)
 		}
-		if v.Name() != name {
-			t.Errorf("New(%q).Name() = %q", name, v.Name())
+		if v.Name() != wantName(name) {
+			t.Errorf("New(%q).Name() = %q, want %q", name, v.Name(), wantName(name))
 		}
 		if v.RetryWindow() <= 0 {
 			t.Errorf("New(%q).RetryWindow() = %s", name, v.RetryWindow())
@@ -79,7 +88,7 @@ func TestNewRefusesBadSecrets(t *testing.T) {
 func TestNewRefusesNegativeTolerance(t *testing.T) {
 	t.Parallel()
 
-	for _, name := range []string{"stripe", "slack", "standardwebhooks", "hmac"} {
+	for _, name := range []string{"stripe", "slack", "standardwebhooks", "svix", "hmac"} {
 		_, err := provider.New(name, provider.Options{Secrets: []string{validSecret(name)}, Params: validParams[name], Tolerance: -time.Second})
 		if err == nil || !strings.Contains(err.Error(), "negative") {
 			t.Errorf("New(%s) with a negative tolerance: error = %v", name, err)

@@ -114,7 +114,8 @@ func NewStandardWebhooks(cfg StandardWebhooksConfig) (*StandardWebhooks, error) 
 	return &StandardWebhooks{keys: keys, tolerance: tolerance, retryWindow: retryWindow, now: nowOrDefault(cfg.NowFunc)}, nil
 }
 
-// Name returns "standardwebhooks".
+// Name returns "standardwebhooks", also when New built the verifier as svix: receipts
+// of the scheme are keyed alike whichever name the config uses.
 func (*StandardWebhooks) Name() string { return "standardwebhooks" }
 
 // RetryWindow returns the configured retry window, 72 hours by default.

@@ -124,6 +124,48 @@ func TestStandardWebhooksNameAndRetryWindow(t *testing.T) {
 	}
 }
 
+// TestNewSvix checks that provider svix, as a config selects it, is the Standard
+// Webhooks verifier: it accepts what the Svix library signs under svix-* headers
+// (and webhook-* ones), takes retry_window, and is named standardwebhooks, so that an
+// endpoint's receipt keys do not change when its config says svix instead.
+func TestNewSvix(t *testing.T) {
+	t.Parallel()
+
+	v, err := provider.New("svix", provider.Options{
+		Secrets: []string{swOtherSecret, swSecret}, NowFunc: func() time.Time { return testNow },
+	})
+	if err != nil {
+		t.Fatalf("New(svix): %v", err)
+	}
+	if _, ok := v.(*provider.StandardWebhooks); !ok || v.Name() != "standardwebhooks" || v.RetryWindow() != 72*time.Hour {
+		t.Errorf("New(svix) = %T named %q, retry window %s; want *provider.StandardWebhooks, standardwebhooks, 72h",
+			v, v.Name(), v.RetryWindow())
+	}
+	for _, prefix := range []string{"svix", "webhook"} {
+		h := swHeader(prefix, swID, unix(testNow), svixSign(t, swSecret, swID, testNow, swBody))
+		got, err := v.Verify(h, swBody)
+		if err != nil {
+			t.Fatalf("%s-* headers signed by the svix library: Verify: %v", prefix, err)
+		}
+		if got.ID != swID || got.Type != "invoice.paid" || got.SecretIndex != 1 || !got.Timestamp.Equal(testNow) {
+			t.Errorf("%s-* headers: Verify = %+v", prefix, got)
+		}
+	}
+	h := swHeader("svix", swID, unix(testNow), svixSign(t, swSecret, swID, testNow, swBody))
+	if _, err := v.Verify(h, oneByteChanged(swBody, testBodyMarker)); !errors.Is(err, provider.ErrNoValidSignature) {
+		t.Errorf("svix-signed body changed: Verify error = %v, want %v", err, provider.ErrNoValidSignature)
+	}
+
+	v, err = provider.New("svix", provider.Options{Secrets: []string{swSecret}, Params: map[string]string{"retry_window": "30h"}})
+	if err != nil || v.RetryWindow() != 30*time.Hour {
+		t.Errorf("New(svix) with retry_window 30h = %v, %v", v, err)
+	}
+	_, err = provider.New("svix", provider.Options{Secrets: []string{swSecret}, Params: map[string]string{"retry_window": "a day"}})
+	if err == nil || !strings.Contains(err.Error(), "provider svix") {
+		t.Errorf("New(svix) with a bad retry_window: error = %v, want one naming svix as configured", err)
+	}
+}
+
 // TestStandardWebhooksPublishedVector checks the specification's example. Its body
 // has no "type", so Verify refuses the event after the signature matched:
 // ErrUnparsableEvent, where a signature mismatch would be ErrNoValidSignature.

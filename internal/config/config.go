@@ -143,8 +143,11 @@ func (s *Sink) String() string {
 
 // Endpoint is one validated endpoint.
 type Endpoint struct {
-	Name     string
-	Path     string
+	Name string
+	Path string
+	// Provider is the provider's name as the file writes it, one of provider.Names().
+	// Receipts are stored under Verifier.Name(), which is the same except for an
+	// alias: an endpoint of provider svix has a standardwebhooks verifier.
 	Provider string
 	Mode     hookinbox.Mode
 	Handler  Handler

@@ -132,6 +132,37 @@ func TestParse_WithoutResolvingSecrets(t *testing.T) {
 	}
 }
 
+// provider: svix is accepted, as `hookinbox send --provider svix` offers it, and
+// builds the Standard Webhooks verifier, named standardwebhooks (see provider.New), with
+// its options; with or without the secrets resolved.
+func TestParse_SvixProvider(t *testing.T) {
+	t.Parallel()
+	yaml := `
+endpoints:
+  - {name: svix, path: /webhooks/svix, provider: svix, handler: none, secrets_env: [SVIX_SECRET], options: {retry_window: 96h}}
+retention: {processed: 96h}
+`
+	lookup := env(map[string]string{"SVIX_SECRET": "whsec_aG9va2luYm94LXN2aXgtdGVzdC1rZXk="})
+	for _, resolve := range []bool{true, false} {
+		cfg, err := config.Parse("c.yaml", []byte(yaml), config.Options{ResolveSecrets: resolve, LookupEnv: lookup})
+		if err != nil {
+			t.Fatalf("ResolveSecrets %t: %v", resolve, err)
+		}
+		ep := cfg.Endpoints[0]
+		if ep.Provider != "svix" || ep.Verifier.Name() != "standardwebhooks" || ep.Verifier.RetryWindow() != 96*time.Hour {
+			t.Errorf("ResolveSecrets %t: provider %q, verifier %q with retry window %s; want svix, standardwebhooks, 96h",
+				resolve, ep.Provider, ep.Verifier.Name(), ep.Verifier.RetryWindow())
+		}
+	}
+
+	// Its retry window counts against retention like any provider's.
+	_, err := config.Parse("c.yaml", []byte(strings.Replace(yaml, "processed: 96h", "processed: 72h", 1)), config.Options{LookupEnv: lookup})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Key != "retention.processed" || !strings.Contains(err.Error(), "provider svix") {
+		t.Errorf("retention shorter than svix's retry window: error = %v", err)
+	}
+}
+
 func TestParse_RefusesWithKeyAndReason(t *testing.T) {
 	t.Parallel()
 	ep := func(extra string) string {
