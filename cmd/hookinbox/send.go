@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,17 +39,25 @@ type sendFlags struct {
 	timeout     time.Duration
 }
 
-// templateFlags shape a template and make no sense with --file.
+// templateFlags shape a template and make no sense with --file; each provider's
+// template uses some of them (eventTemplate.flags).
 var templateFlags = []string{"invoice", "customer", "amount", "currency"}
 
 // outgoing is one event to send, with the id and type it is printed under and that
 // schemes carrying them in headers (github, shopify, standardwebhooks, hmac) send.
 type outgoing struct {
 	id, typ string
-	body    []byte
+	// signType, when set, is the type to send in the scheme's header instead of typ:
+	// a github template's event, "issues" for type "issues.opened".
+	signType string
+	body     []byte
 }
 
-func (a *app) sendCommand() *cobra.Command {
+func (a *app) sendCommand() *cobra.Command { return a.newSendCommand(a.send) }
+
+// newSendCommand is send, with deliver in place of a.send: tests take the events and
+// the signer from there.
+func (a *app) newSendCommand(deliver func(*sendFlags, []outgoing, hookinboxtest.Signer) error) *cobra.Command {
 	var f sendFlags
 	cmd := &cobra.Command{
 		Use:   "send",
@@ -57,23 +66,38 @@ func (a *app) sendCommand() *cobra.Command {
 trigger, then print each answer as: EVENT_ID TYPE -> STATUS BODY. Exits 1 if any
 answer was not 2xx (or did not come).
 
-Events come from a built-in Stripe template (--type, default invoice.paid) or, with
---file, from a JSON file sent byte for byte ("-" reads stdin). Templates carry an
-invoice in the state the type implies for:
-  ` + invoiceTypes + `
-Any other type is sent with a minimal object (e.g. to see an "ignored" answer). Each
-template event gets a new id (evt_...) unless --id is given; the events of one run
-share one invoice (--invoice, default a new in_... id).
+--provider selects the signature scheme: stripe (default), github, shopify, slack,
+standardwebhooks, svix or hmac, with the endpoint's options as --option key=value
+(e.g. --option header=X-Signature --option algorithm=sha256 for hmac).
+
+Events come from a built-in template shaped like the provider's events (--type, one
+event per type) or, with --file, from a JSON file sent byte for byte ("-" reads
+stdin). Each template event gets a new id in the provider's form unless --id is
+given, and the verifier reads back that id and the type. The templates:
+  stripe: an Event object (default type invoice.paid). These types carry an invoice
+    in the state the type implies, one invoice for the events of one run (--invoice,
+    default a new in_... id; --customer, --amount, --currency):
+    ` + invoiceTypes + `
+    Any other type carries a minimal object (e.g. to see an "ignored" answer).
+  github: the payload of the event named before the type's first dot, with the rest
+    as its action: push (the default), issues.opened, issue_comment.created,
+    pull_request.closed, ping; others carry the repository and sender only. The id
+    and event go in X-GitHub-Delivery and X-GitHub-Event.
+  shopify: an order for orders/* topics (default orders/create; --amount, --currency),
+    another topic's resource with an id; the id and topic go in headers.
+  slack: an Events API event_callback envelope, the type as the inner event's
+    (default app_mention).
+  standardwebhooks, svix: {"type", "timestamp", "data"} (default invoice.paid), the
+    id in webhook-id or svix-id.
+  hmac: the id and type (default invoice.paid) at the endpoint's id_field and
+    type_field ("id" and "type"), or in its id_header and type_header.
+
+With --file, schemes that send the event's id and type in headers take them from
+the body's "id" and "type", or from --id and --type.
 
 --repeat N sends every event N times (same id and body: duplicates), --concurrency C
 sends with C requests in flight, all starting together, and --shuffle sends in random
-order (with several --type values: out-of-order delivery).
-
---provider selects the signature scheme: stripe (default), github, shopify, slack,
-standardwebhooks, svix or hmac, with the endpoint's options as --option key=value
-(e.g. --option header=X-Signature --option algorithm=sha256 for hmac). Schemes that
-send the event's id and type in headers take them from the event; with --file,
---id and --type set them for such schemes.`,
+order (with several --type values: out-of-order delivery).`,
 		Example: `  # an invoice payment, then the same event again: processed, then duplicate
   hookinbox send --secret-env STRIPE_WEBHOOK_SECRET --id evt_demo_1 --type invoice.paid
   hookinbox send --secret-env STRIPE_WEBHOOK_SECRET --id evt_demo_1 --type invoice.paid
@@ -83,14 +107,18 @@ send the event's id and type in headers take them from the event; with --file,
 
   # one invoice's lifecycle, out of order
   hookinbox send --secret-env STRIPE_WEBHOOK_SECRET --shuffle \
-      --type invoice.created,invoice.finalized,invoice.paid,invoice.payment_succeeded`,
+      --type invoice.created,invoice.finalized,invoice.paid,invoice.payment_succeeded
+
+  # a GitHub issue opened, then a push
+  hookinbox send --provider github --secret-env GITHUB_WEBHOOK_SECRET \
+      --url http://127.0.0.1:8080/webhooks/github --type issues.opened,push`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			events, signer, err := a.prepareSend(cmd, &f)
 			if err != nil {
 				return err
 			}
-			return a.send(&f, events, signer)
+			return deliver(&f, events, signer)
 		},
 	}
 	fl := cmd.Flags()
@@ -99,12 +127,12 @@ send the event's id and type in headers take them from the event; with --file,
 	fl.StringToStringVar(&f.options, "option", nil, "scheme option key=value, as in the endpoint's options (repeatable)")
 	fl.StringVar(&f.secret, "secret", "", "signing secret (prefer --secret-env: arguments are visible to other users)")
 	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the signing secret")
-	fl.StringSliceVar(&f.types, "type", []string{"invoice.paid"}, "event type; repeat or separate with commas for several events (with --file: the type header of schemes that send one)")
-	fl.StringVar(&f.id, "id", "", "event id (default a new evt_... per event; only with one --type; with --file: the id header of schemes that send one)")
-	fl.StringVar(&f.invoice, "invoice", "", "invoice id of invoice.* templates (default a new in_...)")
-	fl.StringVar(&f.customer, "customer", "cus_hookinbox_test", "customer id of invoice.* templates")
-	fl.Int64Var(&f.amount, "amount", 1000, "invoice amount in the currency's smallest unit")
-	fl.StringVar(&f.currency, "currency", "usd", "invoice currency")
+	fl.StringSliceVar(&f.types, "type", nil, "event type; repeat or separate with commas for several events (default: the provider's, e.g. invoice.paid for stripe, push for github; with --file: the type header of schemes that send one)")
+	fl.StringVar(&f.id, "id", "", "event id (default a new id in the provider's form per event; only with one --type; with --file: the id header of schemes that send one)")
+	fl.StringVar(&f.invoice, "invoice", "", "invoice id of stripe's invoice.* templates (default a new in_...)")
+	fl.StringVar(&f.customer, "customer", "cus_hookinbox_test", "customer id of stripe's invoice.* templates")
+	fl.Int64Var(&f.amount, "amount", 1000, "amount of stripe's invoices and shopify's orders, in the currency's smallest unit")
+	fl.StringVar(&f.currency, "currency", "usd", "currency of stripe's invoices and shopify's orders")
 	fl.StringVar(&f.file, "file", "", `send this JSON file as the body ("-" for stdin) instead of a template`)
 	fl.IntVar(&f.repeat, "repeat", 1, "send every event this many times")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "requests in flight at once")
@@ -154,7 +182,7 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 			if _, ok := signer.(hookinboxtest.EventSigner); !ok {
 				return nil, nil, usagef("--id and --type with --file: %s takes them from the body", f.provider)
 			}
-			if len(f.types) > 1 {
+			if cmd.Flags().Changed("type") && len(f.types) != 1 {
 				return nil, nil, usagef("--type with --file: one type")
 			}
 			if cmd.Flags().Changed("id") {
@@ -167,11 +195,33 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		return []outgoing{ev}, signer, nil
 	}
 
-	if len(f.types) == 0 {
-		return nil, nil, usagef("--type: at least one event type")
+	events, err := templateEvents(cmd, f)
+	if err != nil {
+		return nil, nil, err
 	}
-	if f.id != "" && len(f.types) > 1 {
-		return nil, nil, usagef("--id names one event; it cannot be used with %d types", len(f.types))
+	return events, signer, nil
+}
+
+// templateEvents builds the events of f.provider's template, one per type.
+func templateEvents(cmd *cobra.Command, f *sendFlags) ([]outgoing, error) {
+	tmpl, ok := templates[f.provider]
+	if !ok {
+		return nil, fmt.Errorf("--provider %s: no event template", f.provider)
+	}
+	for _, name := range templateFlags {
+		if cmd.Flags().Changed(name) && !slices.Contains(tmpl.flags, name) {
+			return nil, usagef("--%s shapes the templates of %s, not %s's", name, strings.Join(flagUsers(name), " and "), f.provider)
+		}
+	}
+	types := f.types
+	if !cmd.Flags().Changed("type") {
+		types = []string{tmpl.defaultType}
+	}
+	if len(types) == 0 {
+		return nil, usagef("--type: at least one event type")
+	}
+	if f.id != "" && len(types) > 1 {
+		return nil, usagef("--id names one event; it cannot be used with %d types", len(types))
 	}
 	invoice := f.invoice
 	if invoice == "" {
@@ -179,22 +229,42 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 	}
 	now := time.Now()
 	var events []outgoing
-	for _, typ := range f.types {
+	for _, typ := range types {
 		typ = strings.TrimSpace(typ)
 		if typ == "" {
-			return nil, nil, usagef("--type: empty event type")
+			return nil, usagef("--type: empty event type")
 		}
 		id := f.id
 		if id == "" {
-			id = randomID("evt_")
+			id = tmpl.newID()
 		}
-		body, err := templateEvent{ID: id, Type: typ, Invoice: invoice, Customer: f.customer, Amount: f.amount, Currency: f.currency}.body(f.provider, now)
+		e := templateEvent{
+			ID: id, Type: typ, Invoice: invoice, Customer: f.customer, Amount: f.amount, Currency: f.currency,
+			Options: f.options,
+		}
+		body, signType, err := tmpl.build(e, now)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		events = append(events, outgoing{id: id, typ: typ, body: body})
+		ev := outgoing{id: id, typ: typ, body: body}
+		if signType != typ {
+			ev.signType = signType
+		}
+		events = append(events, ev)
 	}
-	return events, signer, nil
+	return events, nil
+}
+
+// flagUsers lists the providers whose templates use the template flag name.
+func flagUsers(name string) []string {
+	var users []string
+	for provider, tmpl := range templates {
+		if slices.Contains(tmpl.flags, name) {
+			users = append(users, provider)
+		}
+	}
+	slices.Sort(users)
+	return users
 }
 
 func (a *app) readEventFile(path string) (outgoing, error) {
@@ -293,7 +363,7 @@ func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*ht
 	if !ok {
 		return hookinboxtest.NewRequest(url, signer, ev.body)
 	}
-	h, err := es.SignEvent(ev.body, time.Now(), ev.id, ev.typ)
+	h, err := es.SignEvent(ev.body, time.Now(), ev.id, cmp.Or(ev.signType, ev.typ))
 	if err != nil {
 		return nil, err
 	}
