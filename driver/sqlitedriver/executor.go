@@ -44,6 +44,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
+		p.MaxAttempts,
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -74,11 +75,17 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	if err != nil {
 		return nil, err
 	}
-	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts))
-	if err != nil {
-		return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+	for {
+		r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts))
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+		}
+		// A row put to review by this claim is committed as such (or, in the caller's
+		// transaction, will be); look for the next.
+		if r == nil || r.State == driver.StatePending {
+			return r, nil
+		}
 	}
-	return r, nil
 }
 
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
@@ -97,7 +104,7 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 }
 
 func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
-	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.MaxAttempts, p.Limit)
+	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
@@ -111,7 +118,7 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
 	var oldest int64
-	if err := e.db.QueryRowContext(ctx, sqlInboxStats, p.MaxAttempts).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	if err := e.db.QueryRowContext(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = max(time.Duration(oldest)*time.Microsecond, 0)
@@ -137,7 +144,7 @@ func (e *executor) InboxRetry(ctx context.Context, p *driver.InboxRetryParams) (
 	case p.Key != nil:
 		res, err = e.db.ExecContext(ctx, sqlInboxRetryOne, p.Key.Provider, p.Key.Endpoint, p.Key.EventID)
 	case p.NeedsReview:
-		res, err = e.db.ExecContext(ctx, sqlInboxRetryNeedsReview, p.MaxAttempts)
+		res, err = e.db.ExecContext(ctx, sqlInboxRetryNeedsReview)
 	default:
 		return 0, errors.New("retry needs a key or NeedsReview")
 	}
@@ -198,7 +205,7 @@ func scanReceipt(row scanner) (*driver.Receipt, error) {
 	var received, available int64
 	var processed sql.NullInt64
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &payload,
-		&received, &available, &r.Attempts, &r.LastError, &processed, &r.Outcome)
+		&received, &available, &r.Attempts, &r.MaxAttempts, &r.LastError, &processed, &r.Outcome, &r.State)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

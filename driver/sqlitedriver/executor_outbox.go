@@ -11,7 +11,8 @@ import (
 )
 
 // OutboxClaim claims in one write transaction: the rows take their tokens from the
-// counter, then the counter moves past them, so no later claim reuses a token.
+// counter, then the counter moves past them, so no later claim reuses a token. Messages
+// the claim put to review are committed as such and not returned.
 func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
 	destinations, err := jsonList(p.Destinations)
 	if err != nil {
@@ -39,7 +40,13 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 	}
-	return msgs, nil
+	claimed := msgs[:0]
+	for _, m := range msgs {
+		if m.State == driver.StatePending {
+			claimed = append(claimed, m)
+		}
+	}
+	return claimed, nil
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
@@ -58,7 +65,7 @@ func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFail
 }
 
 func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*driver.OutboxMessage, error) {
-	rows, err := e.db.QueryContext(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.MaxAttempts, p.Limit)
+	rows, err := e.db.QueryContext(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing outbox messages: %w", err))
 	}
@@ -69,10 +76,10 @@ func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) (
 	return msgs, nil
 }
 
-func (e *executor) OutboxStats(ctx context.Context, maxAttempts int) (*driver.OutboxStats, error) {
+func (e *executor) OutboxStats(ctx context.Context) (*driver.OutboxStats, error) {
 	var s driver.OutboxStats
 	var oldest int64
-	if err := e.db.QueryRowContext(ctx, sqlOutboxStats, maxAttempts).Scan(&s.Pending, &oldest, &s.NeedsReview); err != nil {
+	if err := e.db.QueryRowContext(ctx, sqlOutboxStats).Scan(&s.Pending, &oldest, &s.NeedsReview); err != nil {
 		return nil, translate(fmt.Errorf("error reading outbox stats: %w", err))
 	}
 	s.OldestPendingAge = max(time.Duration(oldest)*time.Microsecond, 0)
@@ -86,7 +93,7 @@ func (e *executor) OutboxRetry(ctx context.Context, p *driver.OutboxRetryParams)
 	case p.ID != 0:
 		res, err = e.db.ExecContext(ctx, sqlOutboxRetryOne, p.ID)
 	case p.NeedsReview:
-		res, err = e.db.ExecContext(ctx, sqlOutboxRetryNeedsReview, p.MaxAttempts)
+		res, err = e.db.ExecContext(ctx, sqlOutboxRetryNeedsReview)
 	default:
 		return 0, errors.New("outbox retry needs an id or NeedsReview")
 	}
@@ -166,7 +173,7 @@ func scanOutboxMessage(row scanner) (*driver.OutboxMessage, error) {
 	var published sql.NullInt64
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&created, &m.Attempts, &m.ClaimToken, &m.LastError, &published)
+		&created, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &published, &m.State)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 package sqlitedriver
 
 // All of the SQLite driver's SQL. Values are always bound parameters; the only
-// concatenation is of the constants below.
+// concatenation is of the constants below, and of a version table's quoted name (a
+// constant of the code, never input).
 //
 // Times are INTEGER unix microseconds and durations are bound as microseconds. Lists
 // (the endpoints or destinations a worker serves) are bound as one JSON array and read
@@ -14,22 +15,25 @@ const (
 	// of the division inside unixepoch, so a millisecond is never read as 999 µs.
 	now = `(CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER) * 1000)`
 
+	// The version tables' statements take the table's quoted name (a constant of the
+	// code, never input) for %s.
 	sqlMigrationTable = `
-CREATE TABLE IF NOT EXISTS hookinbox_migration (
+CREATE TABLE IF NOT EXISTS %s (
     version    INTEGER NOT NULL PRIMARY KEY,
     name       TEXT    NOT NULL,
     applied_at INTEGER NOT NULL DEFAULT ` + now + `
 ) STRICT`
 
-	sqlMigrationTableExists = `
-SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'hookinbox_migration'`
+	sqlMigrationApplied = `SELECT coalesce(max(version), 0) FROM %s`
 
-	sqlMigrationApplied = `SELECT coalesce(max(version), 0) FROM hookinbox_migration`
+	sqlMigrationRecord = `INSERT INTO %s (version, name) VALUES (?1, ?2)`
 
-	sqlMigrationRecord = `INSERT INTO hookinbox_migration (version, name) VALUES (?1, ?2)`
+	sqlTableExists = `
+SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE`
 
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
-       attempts, coalesce(last_error, ''), processed_at, coalesce(outcome, '')`
+       attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
+       coalesce(outcome, ''), state`
 
 	// DO NOTHING turns a second copy into a duplicate. Copies never race inside
 	// SQLite: the transaction that runs this took the database's write lock at BEGIN
@@ -38,142 +42,163 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'hookinbo
 	// the row if it committed: PostgreSQL's wait on the unique index, for the whole
 	// file.
 	sqlInboxInsert = `
-INSERT INTO webhook_inbox
+INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        received_at, processed_at, outcome, attempts, last_error, available_at)
+        received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state)
 VALUES (?1, ?2, ?3, ?4, ?5,
-        ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10)
+        ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10, ?11,
+        CASE WHEN ?6 THEN 'processed'
+             WHEN ?8 >= ?11 THEN 'needs_review'
+             ELSE 'pending' END)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
 	// No FOR UPDATE in SQLite, and none needed: the processing transaction began
 	// IMMEDIATE and holds the write lock of the whole database until it ends, so no
-	// other worker can process or change this row meanwhile. The re-check of
-	// processed_at IS NULL is what turns a worker whose lease ran out (and whose
-	// receipt another worker completed) into a no-op.
+	// other worker can process or change this row meanwhile. The re-check of the
+	// pending state is what turns a worker whose lease ran out (and whose receipt
+	// another worker completed) into a no-op.
 	sqlInboxLockUnprocessed = `
 SELECT ` + sqlReceiptColumns + `
-  FROM webhook_inbox
+  FROM hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
-   AND processed_at IS NULL`
+   AND state = 'pending'`
 
 	sqlInboxMarkProcessed = `
-UPDATE webhook_inbox
-   SET processed_at = ` + now + `, outcome = ?4, last_error = NULL
+UPDATE hookinbox_inbox
+   SET state = 'processed', processed_at = ` + now + `, outcome = ?4, last_error = NULL
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
 
 	// The claim commits on its own, before processing starts, so an attempt is counted
-	// even when the worker dies mid-event. No SKIP LOCKED: a writing statement holds
-	// the database's only write lock from its start, so there is never a row locked by
-	// another claim to skip, and the pick and the update see the same state.
+	// even when the worker dies mid-event; a row that kills every worker therefore stops
+	// at max attempts instead of being taken forever. Such a row is found pending with
+	// its attempts used once its last lease ran out: it is put to review here, and the
+	// caller claims again. No SKIP LOCKED: a writing statement holds the database's
+	// only write lock from its start, so there is never a row locked by another claim
+	// to skip, and the pick and the update see the same state. SET reads the row as it
+	// was before the update. The pick repeats the condition of the partial index
+	// hookinbox_inbox_unprocessed, without which SQLite would not use it.
 	sqlInboxClaim = `
-UPDATE webhook_inbox
-   SET attempts     = attempts + 1,
+UPDATE hookinbox_inbox
+   SET attempts     = CASE WHEN attempts >= ?3 THEN attempts ELSE attempts + 1 END,
+       state        = CASE WHEN attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
+       max_attempts = ?3,
        available_at = ` + now + ` + ?2
  WHERE rowid = (SELECT rowid
-                  FROM webhook_inbox
-                 WHERE processed_at IS NULL
+                  FROM hookinbox_inbox
+                 WHERE state IN ('pending', 'needs_review')
+                   AND state = 'pending'
                    AND available_at <= ` + now + `
-                   AND attempts < ?3
                    AND endpoint IN (SELECT value FROM json_each(?1))
                  ORDER BY available_at
                  LIMIT 1)
 RETURNING ` + sqlReceiptColumns
 
-	// Only while unprocessed: a row another worker completed after our lease ran out
-	// must keep its processed state.
+	// Only while pending: a row another worker completed after our lease ran out must
+	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
+	// limit compares as unknown: the row stays pending).
 	sqlInboxRecordFailure = `
-UPDATE webhook_inbox
+UPDATE hookinbox_inbox
    SET last_error   = ?4,
-       available_at = ` + now + ` + ?5
+       available_at = ` + now + ` + ?5,
+       state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
-   AND processed_at IS NULL`
+   AND state = 'pending'`
 
 	sqlInboxGet = `
 SELECT ` + sqlReceiptColumns + `
-  FROM webhook_inbox
+  FROM hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
 
 	// rowid breaks ties between receipts of the same millisecond in arrival order.
 	sqlInboxList = `
 SELECT ` + sqlReceiptColumns + `
-  FROM webhook_inbox
+  FROM hookinbox_inbox
  WHERE (?1 = '' OR endpoint = ?1)
-   AND (NOT ?2 OR (processed_at IS NULL AND attempts >= ?4))
-   AND (NOT ?3 OR processed_at IS NULL)
+   AND (NOT ?2 OR state = 'needs_review')
+   AND (NOT ?3 OR state IN ('pending', 'needs_review'))
  ORDER BY received_at DESC, rowid DESC
- LIMIT ?5`
+ LIMIT ?4`
 
 	sqlInboxStats = `
 SELECT count(*),
        coalesce(` + now + ` - min(received_at), 0),
-       count(*) FILTER (WHERE attempts >= ?1)
-  FROM webhook_inbox
- WHERE processed_at IS NULL`
+       count(*) FILTER (WHERE state = 'needs_review')
+  FROM hookinbox_inbox
+ WHERE state IN ('pending', 'needs_review')`
 
 	sqlInboxReceivedByType = `
 SELECT event_type, count(*)
-  FROM webhook_inbox
+  FROM hookinbox_inbox
  WHERE received_at > ` + now + ` - ?1
  GROUP BY event_type
  ORDER BY 2 DESC, 1`
 
 	sqlInboxRetryOne = `
-UPDATE webhook_inbox
-   SET attempts = 0, available_at = ` + now + `
+UPDATE hookinbox_inbox
+   SET attempts = 0, available_at = ` + now + `, state = 'pending'
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
-   AND processed_at IS NULL`
+   AND state IN ('pending', 'needs_review')`
 
 	sqlInboxRetryNeedsReview = `
-UPDATE webhook_inbox
-   SET attempts = 0, available_at = ` + now + `
- WHERE processed_at IS NULL AND attempts >= ?1`
+UPDATE hookinbox_inbox
+   SET attempts = 0, available_at = ` + now + `, state = 'pending'
+ WHERE state IN ('pending', 'needs_review') AND state = 'needs_review'`
 
 	// received_at bounds processed_at from below, so its condition lets the index on
 	// received_at narrow the scan without changing the result.
 	sqlInboxDeleteProcessed = `
-DELETE FROM webhook_inbox
+DELETE FROM hookinbox_inbox
  WHERE rowid IN (
         SELECT rowid
-          FROM webhook_inbox
+          FROM hookinbox_inbox
          WHERE received_at < ` + now + ` - ?1
+           AND state = 'processed'
            AND processed_at < ` + now + ` - ?1
          LIMIT ?2)`
 
 	sqlInboxCountProcessed = `
 SELECT count(*)
-  FROM webhook_inbox
+  FROM hookinbox_inbox
  WHERE received_at < ` + now + ` - ?1
+   AND state = 'processed'
    AND processed_at < ` + now + ` - ?1`
 
 	sqlOutboxInsert = `
-INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload,
-                    source_provider, source_endpoint, source_event_id, destination)
+INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
+                              source_provider, source_endpoint, source_event_id, destination)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 RETURNING id`
 
 	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,
        source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
-       created_at, attempts, coalesce(claim_token, 0), coalesce(last_error, ''), published_at`
+       created_at, attempts, coalesce(max_attempts, 0), coalesce(claim_token, 0),
+       coalesce(last_error, ''), published_at, state`
 
 	// Each claimed row gets its own token: the counter's value plus the row's rank in
 	// the claim. sqlSequenceAdvance then moves the counter past the largest of them in
 	// the same write transaction, so tokens only grow: a later claim of the same row
-	// always holds a larger one.
+	// always holds a larger one. A row whose attempts are used (its dispatcher died
+	// during the last one) is put to review instead. The pick repeats the condition of
+	// the partial index hookinbox_outbox_unpublished, without which SQLite would not
+	// use it.
 	sqlOutboxClaim = `
-UPDATE outbox
-   SET attempts     = outbox.attempts + 1,
+UPDATE hookinbox_outbox
+   SET attempts     = CASE WHEN hookinbox_outbox.attempts >= ?3 THEN hookinbox_outbox.attempts
+                           ELSE hookinbox_outbox.attempts + 1 END,
+       state        = CASE WHEN hookinbox_outbox.attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
+       max_attempts = ?3,
        available_at = ` + now + ` + ?2,
        claim_token  = (SELECT value FROM hookinbox_sequence WHERE name = 'claim_token') + picked.rank
   FROM (SELECT id, row_number() OVER (ORDER BY available_at, id) AS rank
-          FROM outbox
-         WHERE published_at IS NULL
+          FROM hookinbox_outbox
+         WHERE state IN ('pending', 'needs_review')
+           AND state = 'pending'
            AND available_at <= ` + now + `
-           AND attempts < ?3
            AND coalesce(destination, '') IN (SELECT value FROM json_each(?4))
          ORDER BY available_at, id
          LIMIT ?1) AS picked
- WHERE outbox.id = picked.id
+ WHERE hookinbox_outbox.id = picked.id
 RETURNING ` + sqlOutboxColumns
 
 	sqlSequenceAdvance = `
@@ -185,62 +210,79 @@ UPDATE hookinbox_sequence SET value = value + 1 WHERE name = 'claim_token' RETUR
 	// The fence: a dispatcher whose lease ran out holds an older token and changes
 	// nothing.
 	sqlOutboxMarkPublished = `
-UPDATE outbox
-   SET published_at = ` + now + `, last_error = NULL
- WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL`
+UPDATE hookinbox_outbox
+   SET state = 'published', published_at = ` + now + `, last_error = NULL
+ WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'`
 
 	sqlOutboxRecordFailure = `
-UPDATE outbox
+UPDATE hookinbox_outbox
    SET last_error   = ?3,
-       available_at = ` + now + ` + ?4
- WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL`
+       available_at = ` + now + ` + ?4,
+       state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
+ WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'`
 
 	sqlOutboxList = `
 SELECT ` + sqlOutboxColumns + `
-  FROM outbox
- WHERE (NOT ?1 OR (published_at IS NULL AND attempts >= ?3))
-   AND (NOT ?2 OR published_at IS NULL)
+  FROM hookinbox_outbox
+ WHERE (NOT ?1 OR state = 'needs_review')
+   AND (NOT ?2 OR state IN ('pending', 'needs_review'))
  ORDER BY id DESC
- LIMIT ?4`
+ LIMIT ?3`
 
 	sqlOutboxStats = `
 SELECT count(*),
        coalesce(` + now + ` - min(created_at), 0),
-       count(*) FILTER (WHERE attempts >= ?1)
-  FROM outbox
- WHERE published_at IS NULL`
+       count(*) FILTER (WHERE state = 'needs_review')
+  FROM hookinbox_outbox
+ WHERE state IN ('pending', 'needs_review')`
 
 	sqlOutboxRetryOne = `
-UPDATE outbox SET attempts = 0, available_at = ` + now + `
- WHERE id = ?1 AND published_at IS NULL`
+UPDATE hookinbox_outbox SET attempts = 0, available_at = ` + now + `, state = 'pending'
+ WHERE id = ?1 AND state IN ('pending', 'needs_review')`
 
 	sqlOutboxRetryNeedsReview = `
-UPDATE outbox SET attempts = 0, available_at = ` + now + `
- WHERE published_at IS NULL AND attempts >= ?1`
+UPDATE hookinbox_outbox SET attempts = 0, available_at = ` + now + `, state = 'pending'
+ WHERE state IN ('pending', 'needs_review') AND state = 'needs_review'`
 
 	// The effect's state and whether its lease still runs, read first so that a
 	// caller polling a key another holds writes nothing.
 	sqlEffectGet = `
 SELECT state = 'done', result, lease_until, lease_until >= ` + now + `
-  FROM effects
+  FROM hookinbox_effect
  WHERE key = ?1`
 
 	// Takes the key when it is new, or when its holder's lease ran out; a done key is
 	// never taken. The guard repeats the read's decision, so the statement is right
 	// even outside a write transaction.
 	sqlEffectClaim = `
-INSERT INTO effects (key, state, token, lease_until)
+INSERT INTO hookinbox_effect (key, state, token, lease_until)
 VALUES (?1, 'pending', ?2, ` + now + ` + ?3)
 ON CONFLICT (key) DO UPDATE
    SET token       = excluded.token,
        lease_until = excluded.lease_until
- WHERE effects.state = 'pending' AND effects.lease_until < ` + now + `
+ WHERE hookinbox_effect.state = 'pending' AND hookinbox_effect.lease_until < ` + now + `
 RETURNING token`
 
 	sqlEffectComplete = `
-UPDATE effects
+UPDATE hookinbox_effect
    SET state = 'done', result = ?3, completed_at = ` + now + `
  WHERE key = ?1 AND token = ?2 AND state = 'pending'`
 
-	sqlEffectRelease = `DELETE FROM effects WHERE key = ?1 AND token = ?2 AND state = 'pending'`
+	sqlEffectRelease = `DELETE FROM hookinbox_effect WHERE key = ?1 AND token = ?2 AND state = 'pending'`
 )
+
+// sqlLegacyRename moves a database created before schema version 3 to hookinbox's own
+// names (see legacyRename). ALTER TABLE ... RENAME TO keeps the names of a table's
+// indexes, and SQLite cannot rename an index: the old ones are dropped, and the one
+// that stays is made again under its new name. The partial indexes are replaced by
+// migration 003's. Renaming keeps each table's rows and rowids, and sqlite_sequence
+// follows hookinbox_outbox's AUTOINCREMENT, so no id is reused.
+var sqlLegacyRename = []string{
+	`DROP INDEX IF EXISTS webhook_inbox_unprocessed`,
+	`DROP INDEX IF EXISTS webhook_inbox_received_at`,
+	`DROP INDEX IF EXISTS outbox_pending`,
+	`ALTER TABLE webhook_inbox RENAME TO hookinbox_inbox`,
+	`ALTER TABLE outbox RENAME TO hookinbox_outbox`,
+	`ALTER TABLE effects RENAME TO hookinbox_effect`,
+	`CREATE INDEX hookinbox_inbox_received_at ON hookinbox_inbox (received_at)`,
+}

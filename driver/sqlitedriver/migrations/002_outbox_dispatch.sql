@@ -12,7 +12,7 @@ INSERT INTO hookinbox_sequence (name, value) VALUES ('claim_token', 0);
 -- External side effects recorded once (package effect). A row is pending while one
 -- caller holds its lease and is making the call, and done once its result is recorded;
 -- a done row is never called again.
-CREATE TABLE effects (
+CREATE TABLE hookinbox_effect (
     key          TEXT    NOT NULL PRIMARY KEY,
     state        TEXT    NOT NULL CHECK (state IN ('pending', 'done')),
     token        INTEGER NOT NULL,
