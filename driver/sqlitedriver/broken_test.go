@@ -40,7 +40,7 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 				t.Fatal(err)
 			}
 			k := key("evt_1")
-			if _, err := first.Executor().InboxInsert(ctx, &driver.InboxInsertParams{Key: k, EventType: "t", Payload: payload("evt_1")}); err != nil {
+			if _, err := first.Executor().InboxInsert(ctx, &driver.InboxInsertParams{Key: k, EventType: "t", Payload: payload("evt_1"), MaxAttempts: testMaxAttempts}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -76,7 +76,7 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 			if err := <-otherDone; err != nil {
 				t.Fatal(err)
 			}
-			if r, err := first.Executor().InboxGet(ctx, k); err != nil || r.ProcessedAt == nil || r.LastError != "" {
+			if r, err := first.Executor().InboxGet(ctx, k); err != nil || r.State != driver.StateProcessed || r.ProcessedAt == nil || r.LastError != "" {
 				t.Fatalf("receipt %+v %v: want processed, and the other's late failure not recorded", r, err)
 			}
 		})

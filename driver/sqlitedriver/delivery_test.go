@@ -49,7 +49,7 @@ func TestEndpoint_SignedDeliveryProcessedOnceUnsignedWritesNothing(t *testing.T)
 	if resp := post(t, srv.URL, hookinboxtest.Stripe("whsec_someone_else"), body); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong secret: %d, want 401", resp.StatusCode)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 0 {
 		t.Fatalf("%d receipts after a refused delivery", n)
 	}
 	for _, want := range []hookinbox.Outcome{hookinbox.OutcomeProcessed, hookinbox.OutcomeDuplicate} {
@@ -102,7 +102,7 @@ func TestDispatcher_DeliversTheHandlersMessageOnce(t *testing.T) {
 	if err := json.Unmarshal(got[0].Payload, &payload); err != nil || payload.InvoiceID != "in_1" || payload.Amount != 1500 {
 		t.Fatalf("payload %s (%v)", got[0].Payload, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE published_at IS NOT NULL`); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'published' AND published_at IS NOT NULL`); n != 1 {
 		t.Fatalf("published %d, want 1", n)
 	}
 }

@@ -37,14 +37,18 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := inbox.Migrate(ctx); err != nil {
+	if err := inbox.Migrate(ctx); err != nil { // hookinbox's own hookinbox_* tables
+		panic(err)
+	}
+	// The application's table, which the handler writes to.
+	if _, err := db.ExecContext(ctx, `CREATE TABLE payments (invoice_id TEXT PRIMARY KEY, amount INTEGER NOT NULL, event_id TEXT NOT NULL)`); err != nil {
 		panic(err)
 	}
 	inbox.Handle("billing", "invoice.paid", func(ctx context.Context, tx *sql.Tx, ev hookinbox.Event) error {
 		_, err := tx.ExecContext(ctx, `
-			INSERT INTO ledger_entries (invoice_id, kind, amount, event_id)
-			VALUES (?1, 'payment', ?2, ?3)
-			ON CONFLICT (invoice_id, kind) DO NOTHING`, "in_1", 1000, ev.ID)
+			INSERT INTO payments (invoice_id, amount, event_id)
+			VALUES (?1, ?2, ?3)
+			ON CONFLICT (invoice_id) DO NOTHING`, "in_1", 1000, ev.ID)
 		return err
 	})
 
@@ -54,10 +58,10 @@ func Example() {
 		fmt.Println(out, err)
 	}
 	var n int
-	_ = db.QueryRowContext(ctx, `SELECT count(*) FROM ledger_entries`).Scan(&n)
-	fmt.Println("ledger entries:", n)
+	_ = db.QueryRowContext(ctx, `SELECT count(*) FROM payments`).Scan(&n)
+	fmt.Println("payments:", n)
 	// Output:
 	// processed <nil>
 	// duplicate <nil>
-	// ledger entries: 1
+	// payments: 1
 }

@@ -43,7 +43,7 @@ func (b *bundle) claimOutbox(t *testing.T, p driver.OutboxClaimParams) []*driver
 // the lease does, without waiting for it.
 func (b *bundle) expireOutboxLeases(t *testing.T) {
 	t.Helper()
-	b.exec(t, `UPDATE outbox SET available_at = 0 WHERE published_at IS NULL`)
+	b.exec(t, `UPDATE hookinbox_outbox SET available_at = 0 WHERE state = 'pending'`)
 }
 
 func TestOutboxInsert_IdsGrowAndPayloadMustBeJSON(t *testing.T) {
@@ -73,7 +73,8 @@ func TestOutboxClaim_ByDestinationLimitAndAttemptsWithGrowingTokens(t *testing.T
 	}
 	var last int64
 	for _, m := range append(first, second...) {
-		if m.Destination != "" || m.Attempts != 1 || m.ClaimToken <= last || m.Source.EventID == "" || string(m.Payload) == "" {
+		if m.Destination != "" || m.Attempts != 1 || m.MaxAttempts != 2 || m.State != driver.StatePending ||
+			m.ClaimToken <= last || m.Source.EventID == "" || string(m.Payload) == "" {
 			t.Fatalf("message %+v after token %d", m, last)
 		}
 		last = m.ClaimToken
@@ -90,8 +91,64 @@ func TestOutboxClaim_ByDestinationLimitAndAttemptsWithGrowingTokens(t *testing.T
 		}
 	}
 	b.expireOutboxLeases(t)
+	// Their dispatchers died during the last attempt: each claim puts those it picks
+	// (up to its limit) to review, without counting an attempt, and returns none of
+	// them; the other destination's stay as they are.
+	for range 2 {
+		if msgs := b.claimOutbox(t, p); len(msgs) != 0 {
+			t.Fatalf("claimed %d messages at max attempts", len(msgs))
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'needs_review' AND attempts = 2 AND destination IS NULL`); n != 3 {
+		t.Fatalf("%d messages put to review, want 3", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'pending' AND destination = 'nats'`); n != 2 {
+		t.Fatalf("%d messages of nats still pending, want 2", n)
+	}
+}
+
+// A failure on the last attempt puts the message to review, as does a claim that finds
+// a message whose dispatcher died during its last attempt; retrying them makes them
+// pending with no attempts.
+func TestOutboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.insertOutbox(t, "", 2)
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 10, Lease: time.Minute, MaxAttempts: 1}
+	claimed := b.claimOutbox(t, p)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d, want 2", len(claimed))
+	}
+	failed := claimed[0]
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: failed.ID, ClaimToken: failed.ClaimToken, Error: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE id = ?1 AND state = 'needs_review' AND last_error = 'refused'`, failed.ID); n != 1 {
+		t.Fatal("failure on the last attempt did not put the message to review")
+	}
+	// The other's dispatcher dies; its lease lapses.
+	b.expireOutboxLeases(t)
 	if msgs := b.claimOutbox(t, p); len(msgs) != 0 {
-		t.Fatalf("claimed %d messages at max attempts", len(msgs))
+		t.Fatalf("claimed %+v, want none", msgs)
+	}
+	msgs, err := b.ex.OutboxList(b.ctx, &driver.OutboxListParams{NeedsReview: true, Limit: 10})
+	if err != nil || len(msgs) != 2 || msgs[0].ID != ids[1] || msgs[1].ID != ids[0] {
+		t.Fatalf("needs review: %+v %v, want both", msgs, err)
+	}
+	for _, m := range msgs {
+		if m.State != driver.StateNeedsReview || m.Attempts != 1 || m.MaxAttempts != 1 {
+			t.Fatalf("in review: %+v", m)
+		}
+	}
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, failed.ID, failed.ClaimToken); err != nil || ok {
+		t.Fatalf("publish of a message in review: %v %v, want false", ok, err)
+	}
+	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{NeedsReview: true}); err != nil || n != 2 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	again := b.claimOutbox(t, p)
+	if len(again) != 2 || again[0].Attempts != 1 || again[1].Attempts != 1 {
+		t.Fatalf("after retry: %+v, want both claimed on a first attempt", again)
 	}
 }
 
@@ -102,7 +159,7 @@ func TestOutboxClaim_TokensGrowAfterDeletes(t *testing.T) {
 	b.insertOutbox(t, "", 1)
 	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5}
 	first := b.claimOutbox(t, p)[0]
-	b.exec(t, `DELETE FROM outbox`)
+	b.exec(t, `DELETE FROM hookinbox_outbox`)
 	b.insertOutbox(t, "", 1)
 	if second := b.claimOutbox(t, p)[0]; second.ClaimToken <= first.ClaimToken {
 		t.Fatalf("token %d after deleting token %d", second.ClaimToken, first.ClaimToken)
@@ -126,7 +183,7 @@ func TestOutboxMarkPublished_StaleTokenChangesNothing(t *testing.T) {
 	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, stale.ClaimToken); err != nil || ok {
 		t.Fatalf("stale publish: %v %v, want false", ok, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE last_error IS NULL AND published_at IS NULL AND claim_token = ?1`, current.ClaimToken); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE last_error IS NULL AND state = 'pending' AND claim_token = ?1`, current.ClaimToken); n != 1 {
 		t.Fatal("the stale token changed the message")
 	}
 
@@ -140,7 +197,7 @@ func TestOutboxMarkPublished_StaleTokenChangesNothing(t *testing.T) {
 		t.Fatalf("second publish: %v %v, want false", ok, err)
 	}
 	msgs, err := b.ex.OutboxList(b.ctx, &driver.OutboxListParams{Limit: 10})
-	if err != nil || len(msgs) != 1 || msgs[0].PublishedAt == nil || msgs[0].LastError != "" {
+	if err != nil || len(msgs) != 1 || msgs[0].PublishedAt == nil || msgs[0].State != driver.StatePublished || msgs[0].LastError != "" {
 		t.Fatalf("after publish: %+v %v", msgs, err)
 	}
 }
@@ -149,8 +206,8 @@ func TestOutboxListStatsRetry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.insertOutbox(t, "", 3)
-	b.exec(t, `UPDATE outbox SET attempts = 5, created_at = created_at - 60000000 WHERE id = ?1`, ids[0])
-	b.exec(t, `UPDATE outbox SET published_at = created_at WHERE id = ?1`, ids[2])
+	b.exec(t, `UPDATE hookinbox_outbox SET attempts = 5, state = 'needs_review', created_at = created_at - 60000000 WHERE id = ?1`, ids[0])
+	b.exec(t, `UPDATE hookinbox_outbox SET published_at = created_at, state = 'published' WHERE id = ?1`, ids[2])
 
 	list := func(p driver.OutboxListParams) string {
 		t.Helper()
@@ -171,16 +228,16 @@ func TestOutboxListStatsRetry(t *testing.T) {
 	if got, want := list(driver.OutboxListParams{Pending: true}), fmt.Sprint([]int64{ids[1], ids[0]}); got != want {
 		t.Errorf("pending: %s, want %s", got, want)
 	}
-	if got, want := list(driver.OutboxListParams{NeedsReview: true, MaxAttempts: 5}), fmt.Sprint([]int64{ids[0]}); got != want {
+	if got, want := list(driver.OutboxListParams{NeedsReview: true}), fmt.Sprint([]int64{ids[0]}); got != want {
 		t.Errorf("needs review: %s, want %s", got, want)
 	}
 
-	s, err := b.ex.OutboxStats(b.ctx, 5)
+	s, err := b.ex.OutboxStats(b.ctx)
 	if err != nil || s.Pending != 2 || s.NeedsReview != 1 || s.OldestPendingAge < time.Minute || s.OldestPendingAge > time.Hour {
 		t.Fatalf("stats %+v %v", s, err)
 	}
 
-	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{NeedsReview: true, MaxAttempts: 5}); err != nil || n != 1 {
+	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{NeedsReview: true}); err != nil || n != 1 {
 		t.Fatalf("retry needs review: %d %v", n, err)
 	}
 	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{ID: ids[2]}); err != nil || n != 0 {
@@ -189,7 +246,7 @@ func TestOutboxListStatsRetry(t *testing.T) {
 	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{ID: ids[1]}); err != nil || n != 1 {
 		t.Fatalf("retry one: %d %v", n, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE attempts = 0 AND published_at IS NULL`); n != 2 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE attempts = 0 AND state = 'pending'`); n != 2 {
 		t.Fatalf("%d messages with attempts reset, want 2", n)
 	}
 }
@@ -237,7 +294,7 @@ func TestEffectClaim_ExpiredLeaseTakenOverWithALargerToken(t *testing.T) {
 	b := setup(t)
 	const k = "webhook:evt_1:refund"
 	stale := b.claimEffect(t, k)
-	b.exec(t, `UPDATE effects SET lease_until = 0`)
+	b.exec(t, `UPDATE hookinbox_effect SET lease_until = 0`)
 	current := b.claimEffect(t, k)
 	if current.Token <= stale.Token {
 		t.Fatalf("takeover token %d, want > %d", current.Token, stale.Token)

@@ -20,8 +20,15 @@ func payload(id string) []byte {
 	return []byte(fmt.Sprintf(`{"id":%q,"type":"invoice.paid"}`, id))
 }
 
+// testMaxAttempts is the attempt limit the test inserts carry unless they say otherwise,
+// as a receiver stores its own.
+const testMaxAttempts = 10
+
 func (b *bundle) insert(t *testing.T, p *driver.InboxInsertParams) {
 	t.Helper()
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = testMaxAttempts
+	}
 	if p.EventType == "" {
 		p.EventType = "invoice.paid"
 	}
@@ -46,7 +53,7 @@ func (b *bundle) get(t *testing.T, k driver.Key) *driver.Receipt {
 // age moves a receipt's times back by d, as if it had been received d earlier.
 func (b *bundle) age(t *testing.T, k driver.Key, d time.Duration) {
 	t.Helper()
-	b.exec(t, `UPDATE webhook_inbox
+	b.exec(t, `UPDATE hookinbox_inbox
 		SET received_at = received_at - ?4, available_at = available_at - ?4, processed_at = processed_at - ?4
 		WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`, k.Provider, k.Endpoint, k.EventID, d.Microseconds())
 }
@@ -55,7 +62,7 @@ func TestInboxInsert_SecondCopyIsADuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	before := time.Now().Add(-time.Second)
-	p := &driver.InboxInsertParams{Key: key("evt_1"), EventType: "invoice.paid", Payload: []byte(`{"id": "evt_1",  "spacing":"kept"}`)}
+	p := &driver.InboxInsertParams{Key: key("evt_1"), EventType: "invoice.paid", Payload: []byte(`{"id": "evt_1",  "spacing":"kept"}`), MaxAttempts: 5}
 	for i, want := range []bool{true, false} {
 		inserted, err := b.ex.InboxInsert(b.ctx, p)
 		if err != nil || inserted != want {
@@ -64,7 +71,7 @@ func TestInboxInsert_SecondCopyIsADuplicate(t *testing.T) {
 	}
 	r := b.get(t, key("evt_1"))
 	if r == nil || r.EventType != "invoice.paid" || string(r.Payload) != string(p.Payload) || r.Attempts != 0 ||
-		r.ProcessedAt != nil || r.Outcome != "" || r.LastError != "" {
+		r.ProcessedAt != nil || r.Outcome != "" || r.LastError != "" || r.State != driver.StatePending || r.MaxAttempts != 5 {
 		t.Fatalf("receipt %+v", r)
 	}
 	if r.ReceivedAt.Before(before) || r.ReceivedAt.After(time.Now().Add(time.Second)) || !r.AvailableAt.Equal(r.ReceivedAt) {
@@ -72,20 +79,26 @@ func TestInboxInsert_SecondCopyIsADuplicate(t *testing.T) {
 	}
 }
 
+// The state is the insert's to compute: processed, failed with attempts left (pending),
+// or failed on the receiver's only attempt (needs review at once).
 func TestInboxInsert_ProcessedAndFailedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_failed"), Attempts: 1, LastError: "boom", Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_failed"), Attempts: 1, LastError: "boom", Delay: time.Hour, MaxAttempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 1, LastError: "boom", Delay: time.Hour, MaxAttempts: 1})
 
 	done := b.get(t, key("evt_done"))
-	if done.ProcessedAt == nil || done.Outcome != "processed" {
+	if done.ProcessedAt == nil || done.Outcome != "processed" || done.State != driver.StateProcessed {
 		t.Fatalf("processed insert: %+v", done)
 	}
 	failed := b.get(t, key("evt_failed"))
-	if failed.ProcessedAt != nil || failed.Attempts != 1 || failed.LastError != "boom" ||
-		failed.AvailableAt.Sub(failed.ReceivedAt) != time.Hour {
+	if failed.ProcessedAt != nil || failed.Attempts != 1 || failed.LastError != "boom" || failed.State != driver.StatePending ||
+		failed.MaxAttempts != 3 || failed.AvailableAt.Sub(failed.ReceivedAt) != time.Hour {
 		t.Fatalf("failed insert: %+v (available after %s)", failed, failed.AvailableAt.Sub(failed.ReceivedAt))
+	}
+	if spent := b.get(t, key("evt_spent")); spent.State != driver.StateNeedsReview || spent.Attempts != 1 || spent.MaxAttempts != 1 {
+		t.Fatalf("insert after the only attempt failed: %+v, want needs review", spent)
 	}
 }
 
@@ -100,7 +113,7 @@ func TestInboxInsert_InvalidJSONIsInvalidInput(t *testing.T) {
 			t.Errorf("payload %q: %v, want ErrInvalidInput", body, err)
 		}
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 0 {
 		t.Fatalf("%d receipts stored", n)
 	}
 }
@@ -140,29 +153,30 @@ func TestInboxInsert_ConcurrentCopyWaitsForTheOtherTransaction(t *testing.T) {
 			if err := <-result; err != nil {
 				t.Fatal(err)
 			}
-			if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 1 {
+			if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 1 {
 				t.Fatalf("%d receipts, want 1", n)
 			}
 		})
 	}
 }
 
-func TestInboxLockUnprocessed_NilWhenProcessedOrAbsent(t *testing.T) {
+func TestInboxLockUnprocessed_NilWhenNotPendingOrAbsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_pending")})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_review"), Attempts: 1, MaxAttempts: 1})
 	tx, err := b.d.Begin(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(b.ctx) //nolint:errcheck
-	for id, want := range map[string]bool{"evt_pending": true, "evt_done": false, "evt_absent": false} {
+	for id, want := range map[string]bool{"evt_pending": true, "evt_done": false, "evt_review": false, "evt_absent": false} {
 		r, err := tx.InboxLockUnprocessed(b.ctx, key(id))
 		if err != nil || (r != nil) != want {
 			t.Errorf("%s: %+v %v, want found=%v", id, r, err, want)
 		}
-		if r != nil && (r.Key != key(id) || string(r.Payload) != string(payload(id))) {
+		if r != nil && (r.Key != key(id) || string(r.Payload) != string(payload(id)) || r.State != driver.StatePending) {
 			t.Errorf("%s: %+v", id, r)
 		}
 	}
@@ -176,7 +190,7 @@ func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.get(t, key("evt_1"))
-	if r.ProcessedAt == nil || r.Outcome != "processed" || r.LastError != "" {
+	if r.ProcessedAt == nil || r.Outcome != "processed" || r.LastError != "" || r.State != driver.StateProcessed {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -207,36 +221,110 @@ func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) 
 		if r == nil {
 			break
 		}
-		if r.Attempts != 1 || r.AvailableAt.Before(time.Now().Add(30*time.Second)) {
-			t.Fatalf("claimed %s: attempts=%d available_at=%v, want 1 and leased for a minute", r.EventID, r.Attempts, r.AvailableAt)
+		if r.Attempts != 1 || r.MaxAttempts != 3 || r.State != driver.StatePending || r.AvailableAt.Before(time.Now().Add(30*time.Second)) {
+			t.Fatalf("claimed %s: attempts=%d max_attempts=%d state=%s available_at=%v, want 1, 3, pending and leased for a minute",
+				r.EventID, r.Attempts, r.MaxAttempts, r.State, r.AvailableAt)
 		}
 		got = append(got, r.EventID)
 	}
 	if fmt.Sprint(got) != "[evt_old evt_new]" {
 		t.Fatalf("claimed %v, want [evt_old evt_new]: oldest first, none of another endpoint, delayed, at max attempts or processed", got)
 	}
-	if r := b.get(t, key("evt_old")); r.Attempts != 1 {
+	if r := b.get(t, key("evt_old")); r.Attempts != 1 || r.MaxAttempts != 3 {
 		t.Fatalf("attempt not committed: %+v", r)
+	}
+	// The oldest, evt_spent, had used the worker's 3 attempts: the first claim put it
+	// to review, without counting an attempt, and went on to evt_old.
+	if r := b.get(t, key("evt_spent")); r.State != driver.StateNeedsReview || r.Attempts != 3 || r.MaxAttempts != 3 {
+		t.Fatalf("receipt at max attempts: %+v, want needs review with its 3 attempts", r)
 	}
 }
 
-func TestInboxRecordFailure_OnlyWhileUnprocessed(t *testing.T) {
+// A worker that died during the receipt's last attempt left it pending with every
+// attempt used: once the lease lapses, the next claim puts it to review instead of
+// taking it again.
+func TestInboxClaim_WorkerThatDiedOnTheLastAttemptLeavesItToReview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1")})
+	p := &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 1}
+	r, err := b.ex.InboxClaim(b.ctx, p)
+	if err != nil || r == nil || r.Attempts != 1 || r.State != driver.StatePending {
+		t.Fatalf("first claim: %+v %v", r, err)
+	}
+	// The worker dies without recording anything; its lease lapses.
+	b.exec(t, `UPDATE hookinbox_inbox SET available_at = available_at - 120000000`)
+	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+		t.Fatalf("claim after the last attempt's lease: %+v %v, want none", r, err)
+	}
+	if r := b.get(t, key("evt_1")); r.State != driver.StateNeedsReview || r.Attempts != 1 || r.MaxAttempts != 1 {
+		t.Fatalf("%+v, want needs review with its one attempt", r)
+	}
+	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+		t.Fatalf("claim of a receipt in review: %+v %v, want none", r, err)
+	}
+}
+
+func TestInboxRecordFailure_OnlyWhilePending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_pending")})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
-	for _, id := range []string{"evt_pending", "evt_done"} {
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_review"), Attempts: 1, LastError: "first", MaxAttempts: 1})
+	for _, id := range []string{"evt_pending", "evt_done", "evt_review"} {
 		if err := b.ex.InboxRecordFailure(b.ctx, &driver.InboxFailureParams{Key: key(id), Error: "boom", Delay: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pending := b.get(t, key("evt_pending"))
-	if pending.LastError != "boom" || pending.AvailableAt.Sub(pending.ReceivedAt) < 59*time.Minute {
+	if pending.LastError != "boom" || pending.State != driver.StatePending || pending.AvailableAt.Sub(pending.ReceivedAt) < 59*time.Minute {
 		t.Fatalf("pending: %+v", pending)
 	}
 	done := b.get(t, key("evt_done"))
-	if done.LastError != "" || !done.AvailableAt.Equal(done.ReceivedAt) {
+	if done.LastError != "" || done.State != driver.StateProcessed || !done.AvailableAt.Equal(done.ReceivedAt) {
 		t.Fatalf("processed receipt changed: %+v", done)
+	}
+	if review := b.get(t, key("evt_review")); review.LastError != "first" || review.State != driver.StateNeedsReview {
+		t.Fatalf("receipt in review changed: %+v", review)
+	}
+}
+
+// A failure on the attempt the receipt's limit allows last puts it to review, where no
+// worker takes it, until a person retries it: pending again, its attempts reset.
+func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1")})
+	p := &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 2}
+	for attempt := 1; attempt <= 2; attempt++ {
+		r, err := b.ex.InboxClaim(b.ctx, p)
+		if err != nil || r == nil || r.Attempts != attempt {
+			t.Fatalf("claim %d: %+v %v", attempt, r, err)
+		}
+		if err := b.ex.InboxRecordFailure(b.ctx, &driver.InboxFailureParams{Key: key("evt_1"), Error: fmt.Sprintf("boom %d", attempt)}); err != nil {
+			t.Fatal(err)
+		}
+		want := driver.StatePending
+		if attempt == 2 {
+			want = driver.StateNeedsReview
+		}
+		if r := b.get(t, key("evt_1")); r.State != want || r.LastError != fmt.Sprintf("boom %d", attempt) {
+			t.Fatalf("after failed attempt %d: %+v, want %s", attempt, r, want)
+		}
+	}
+	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+		t.Fatalf("claim of a receipt in review: %+v %v, want none", r, err)
+	}
+
+	k := key("evt_1")
+	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &k}); err != nil || n != 1 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	if r := b.get(t, k); r.State != driver.StatePending || r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) {
+		t.Fatalf("after retry: %+v, want pending and available with no attempts", r)
+	}
+	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r == nil || r.Attempts != 1 {
+		t.Fatalf("claim after retry: %+v %v", r, err)
 	}
 }
 
@@ -252,7 +340,7 @@ func TestInboxList_NewestFirstWithFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Processed: true, Outcome: "processed"})
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 5})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 5, MaxAttempts: 5})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3")})
 	b.insert(t, &driver.InboxInsertParams{Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_4"}, Processed: true, Outcome: "ignored"})
 	for name, tc := range map[string]struct {
@@ -263,7 +351,7 @@ func TestInboxList_NewestFirstWithFilters(t *testing.T) {
 		"limit":        {driver.InboxListParams{Limit: 2}, "[evt_4 evt_3]"},
 		"endpoint":     {driver.InboxListParams{Endpoint: "async", Limit: 10}, "[evt_3 evt_2 evt_1]"},
 		"unprocessed":  {driver.InboxListParams{Unprocessed: true, Limit: 10}, "[evt_3 evt_2]"},
-		"needs review": {driver.InboxListParams{NeedsReview: true, MaxAttempts: 5, Limit: 10}, "[evt_2]"},
+		"needs review": {driver.InboxListParams{NeedsReview: true, Limit: 10}, "[evt_2]"},
 	} {
 		list, err := b.ex.InboxList(b.ctx, &tc.p)
 		if err != nil {
@@ -282,16 +370,16 @@ func TestInboxList_NewestFirstWithFilters(t *testing.T) {
 func TestInboxStats_UnprocessedOldestNeedsReviewAndRecentTypes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s, err := b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{MaxAttempts: 3, RecentWindow: time.Hour})
+	s, err := b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{RecentWindow: time.Hour})
 	if err != nil || s.Unprocessed != 0 || s.OldestUnprocessedAge != 0 || s.NeedsReview != 0 || len(s.ReceivedByType) != 0 {
 		t.Fatalf("empty inbox: %+v %v", s, err)
 	}
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old"), EventType: "invoice.created"})
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 3, MaxAttempts: 3})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_a"), Processed: true, Outcome: "processed"})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_b"), Processed: true, Outcome: "processed"})
 	b.age(t, key("evt_old"), 2*time.Hour)
-	s, err = b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{MaxAttempts: 3, RecentWindow: time.Hour})
+	s, err = b.ex.InboxStats(b.ctx, &driver.InboxStatsParams{RecentWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,27 +394,33 @@ func TestInboxStats_UnprocessedOldestNeedsReviewAndRecentTypes(t *testing.T) {
 func TestInboxRetry_OneKeyOrEveryNeedingReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 3, LastError: "boom", Delay: time.Hour})
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 3, Delay: time.Hour})
-	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3"), Attempts: 1, Delay: time.Hour})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 3, LastError: "boom", Delay: time.Hour, MaxAttempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 3, Delay: time.Hour, MaxAttempts: 3})
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3"), Attempts: 1, Delay: time.Hour, MaxAttempts: 3})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_done"), Processed: true, Outcome: "processed"})
 
 	k := key("evt_1")
 	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &k}); err != nil || n != 1 {
 		t.Fatalf("retry one: %d %v", n, err)
 	}
-	if r := b.get(t, k); r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) || r.LastError != "boom" {
+	if r := b.get(t, k); r.Attempts != 0 || r.State != driver.StatePending || r.AvailableAt.After(time.Now().Add(time.Second)) || r.LastError != "boom" {
 		t.Fatalf("after retry: %+v", r)
 	}
 	done := key("evt_done")
 	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &done}); err != nil || n != 0 {
 		t.Fatalf("retry processed: %d %v", n, err)
 	}
-	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{NeedsReview: true, MaxAttempts: 3}); err != nil || n != 1 {
+	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{NeedsReview: true}); err != nil || n != 1 {
 		t.Fatalf("retry needs review: %d %v, want evt_2 only", n, err)
+	}
+	if r := b.get(t, key("evt_2")); r.Attempts != 0 || r.State != driver.StatePending {
+		t.Fatalf("evt_2 after retry: %+v", r)
 	}
 	if r := b.get(t, key("evt_3")); r.Attempts != 1 {
 		t.Fatalf("evt_3 reset: %+v", r)
+	}
+	if r := b.get(t, done); r.State != driver.StateProcessed {
+		t.Fatalf("processed receipt retried: %+v", r)
 	}
 	if _, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{}); err == nil {
 		t.Fatal("retry with neither key nor NeedsReview succeeded")
@@ -343,12 +437,16 @@ func TestInboxDeleteProcessed_OldProcessedOnlyInBatches(t *testing.T) {
 	}
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old_pending")})
 	b.age(t, key("evt_old_pending"), 48*time.Hour)
+	// Only the processed state is history to delete, whatever processed_at says.
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old_discarded"), Processed: true, Outcome: "processed"})
+	b.age(t, key("evt_old_discarded"), 48*time.Hour)
+	b.exec(t, `UPDATE hookinbox_inbox SET state = 'discarded' WHERE event_id = 'evt_old_discarded'`)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_recent"), Processed: true, Outcome: "processed"})
 
 	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, DryRun: true}); err != nil || n != 3 {
 		t.Fatalf("dry run: %d %v", n, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 5 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 6 {
 		t.Fatalf("dry run deleted: %d rows left", n)
 	}
 	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, Limit: 2}); err != nil || n != 2 {
@@ -357,8 +455,8 @@ func TestInboxDeleteProcessed_OldProcessedOnlyInBatches(t *testing.T) {
 	if n, err := b.ex.InboxDeleteProcessed(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, Limit: 2}); err != nil || n != 1 {
 		t.Fatalf("second batch: %d %v", n, err)
 	}
-	if b.get(t, key("evt_old_pending")) == nil || b.get(t, key("evt_recent")) == nil {
-		t.Fatal("deleted an unprocessed or recent receipt")
+	if b.get(t, key("evt_old_pending")) == nil || b.get(t, key("evt_old_discarded")) == nil || b.get(t, key("evt_recent")) == nil {
+		t.Fatal("deleted an unprocessed, discarded or recent receipt")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -68,14 +69,19 @@ func newInbox(t testing.TB, db *sql.DB, o inboxOpts) *hookinbox.Inbox[*sql.Tx] {
 	return inbox
 }
 
-// setupInbox is setup plus an inbox on the test's database and a test_effects table
-// that countingHandler writes to.
+// setupInbox is setup plus an inbox on the test's database, billing's tables when its
+// handlers are registered, and a test_effects table that countingHandler writes to.
 func setupInbox(t testing.TB, o inboxOpts) (*bundle, *hookinbox.Inbox[*sql.Tx]) {
 	t.Helper()
 	b := setup(t)
 	inbox := newInbox(t, b.db, o)
 	if err := inbox.Migrate(b.ctx); err != nil {
 		t.Fatal(err)
+	}
+	if !o.noBilling {
+		if err := billing.MigrateSQLite(b.ctx, b.db); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.exec(t, `CREATE TABLE test_effects (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL) STRICT`)
 	return b, inbox
@@ -116,7 +122,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	b, inbox := setupInbox(t, inboxOpts{noBilling: true})
 	inbox.Handle(epAsync, "invoice.paid", countingHandler)
 	receive(t, inbox, invoiceEvent(epAsync, "evt_1", "invoice.paid", "in_1", 1))
-	k := hookinbox.Key{Provider: "stripe", Endpoint: epAsync, EventID: "evt_1"}
+	k := driver.Key{Provider: "stripe", Endpoint: epAsync, EventID: "evt_1"}
 
 	first, err := inbox.Driver().Begin(b.ctx)
 	if err != nil {
