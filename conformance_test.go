@@ -52,7 +52,7 @@ type world[TTx any] struct {
 	// unique key, so only the inbox stands between an event and a second row.
 	effect hookinbox.HandlerFunc[TTx]
 	// fail returns an error after the handler wrote (the write must roll back).
-	billing   func(inbox *hookinbox.Inbox[TTx]) map[string]hookinbox.HandlerFunc[TTx]
+	billing   func() map[string]hookinbox.HandlerFunc[TTx]
 	anomalies func(t *testing.T) []billing.Anomaly
 	// sleep is a handler statement that runs until its context ends.
 	sleep string
@@ -67,6 +67,9 @@ var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T)
 	db := testdb.New(t, testdb.Options{MaxConns: 4})
 	ctx := context.Background()
 	if err := pgxdriver.New(db.Pool).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := billing.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
 	w := &world[pgx.Tx]{
@@ -93,7 +96,7 @@ var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T)
 				t.Fatalf("%s: %v", query, err)
 			}
 		},
-		expireLeases: `UPDATE webhook_inbox SET available_at = now() WHERE processed_at IS NULL`,
+		expireLeases: `UPDATE hookinbox_inbox SET available_at = now() WHERE state = 'pending'`,
 		effect:       countingHandler,
 		billing:      billing.Handlers,
 		anomalies: func(t *testing.T) []billing.Anomaly {
@@ -125,6 +128,9 @@ var sqliteHarness = harness[*sql.Tx]{name: "sqlite", open: func(t *testing.T) *w
 	if err := sqlitedriver.New(main).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := billing.MigrateSQLite(ctx, main); err != nil {
+		t.Fatal(err)
+	}
 	w := &world[*sql.Tx]{
 		ctx:       ctx,
 		newDriver: func(t *testing.T, maxConns int) driver.Driver[*sql.Tx] { return sqlitedriver.New(openDB(t, maxConns)) },
@@ -140,7 +146,7 @@ var sqliteHarness = harness[*sql.Tx]{name: "sqlite", open: func(t *testing.T) *w
 				t.Fatalf("%s: %v", query, err)
 			}
 		},
-		expireLeases: `UPDATE webhook_inbox SET available_at = 0 WHERE processed_at IS NULL`,
+		expireLeases: `UPDATE hookinbox_inbox SET available_at = 0 WHERE state = 'pending'`,
 		effect: func(ctx context.Context, tx *sql.Tx, ev hookinbox.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO test_effects (event_id) VALUES (?1)`, ev.ID)
 			return err
@@ -262,7 +268,7 @@ func conformHandlerFailureLeavesNothing[TTx any](t *testing.T, w *world[TTx]) {
 	if _, err := inbox.Receive(w.ctx, ev); !errors.As(err, &herr) {
 		t.Fatalf("first delivery: %v, want a HandlerError", err)
 	}
-	if n := w.count(t, `SELECT (SELECT count(*) FROM webhook_inbox) + (SELECT count(*) FROM test_effects)`); n != 0 {
+	if n := w.count(t, `SELECT (SELECT count(*) FROM hookinbox_inbox) + (SELECT count(*) FROM test_effects)`); n != 0 {
 		t.Fatalf("%d rows left by a failed delivery", n)
 	}
 	if got := mustReceive(t, inbox, ev); got != hookinbox.OutcomeProcessed {
@@ -292,7 +298,7 @@ func conformConverge[TTx any](t *testing.T, w *world[TTx]) {
 	if n := w.count(t, `SELECT count(*) FROM ledger_entries`); n != 1 {
 		t.Fatalf("ledger rows %d, want 1", n)
 	}
-	if n := w.count(t, `SELECT count(*) FROM outbox`); n != 1 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_outbox`); n != 1 {
 		t.Fatalf("outbox rows %d, want 1", n)
 	}
 }
@@ -302,7 +308,7 @@ func conformVoid[TTx any](t *testing.T, w *world[TTx]) {
 	mustReceive(t, inbox, invoiceEvent(epBilling, "evt_created", "invoice.created", "in_1", 0))
 	mustReceive(t, inbox, invoiceEvent(epBilling, "evt_void", "invoice.voided", "in_1", 0))
 	mustReceive(t, inbox, invoiceEvent(epBilling, "evt_paid", "invoice.paid", "in_1", 1000))
-	if n := w.count(t, `SELECT (SELECT count(*) FROM ledger_entries) + (SELECT count(*) FROM outbox)`); n != 0 {
+	if n := w.count(t, `SELECT (SELECT count(*) FROM ledger_entries) + (SELECT count(*) FROM hookinbox_outbox)`); n != 0 {
 		t.Fatalf("%d ledger or outbox rows for a void invoice", n)
 	}
 	if a := w.anomalies(t); len(a) != 1 || a[0].Kind != billing.AnomalyPaymentForVoidInvoice {
@@ -331,7 +337,7 @@ func conformIgnored[TTx any](t *testing.T, w *world[TTx]) {
 	if a, b := mustReceive(t, inbox, ev), mustReceive(t, inbox, ev); a != hookinbox.OutcomeIgnored || b != hookinbox.OutcomeDuplicate {
 		t.Fatalf("outcomes %s, %s; want ignored, duplicate", a, b)
 	}
-	if n := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NOT NULL AND outcome = 'ignored'`); n != 1 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NOT NULL AND outcome = 'ignored'`); n != 1 {
 		t.Fatal("the ignored receipt is not kept as processed")
 	}
 }
@@ -346,7 +352,7 @@ func runWorkers[TTx any](t *testing.T, w *world[TTx], inboxes ...*hookinbox.Inbo
 	}
 	defer func() { cancel(); wg.Wait() }()
 	deadline := time.Now().Add(60 * time.Second)
-	for w.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL`) > 0 {
+	for w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("receipts still unprocessed after 60 s")
 		}
@@ -372,7 +378,7 @@ func conformWorkerFailure[TTx any](t *testing.T, w *world[TTx]) {
 	if err := inbox.ProcessClaimedForTest(w.ctx, r); err == nil {
 		t.Fatal("processing succeeded, want the injected failure")
 	}
-	if n := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE attempts = 1 AND last_error LIKE '%downstream table locked%' AND processed_at IS NULL`); n != 1 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE attempts = 1 AND last_error LIKE '%downstream table locked%' AND processed_at IS NULL`); n != 1 {
 		t.Fatal("the failure was not recorded with attempts=1")
 	}
 	fail.Store(false)
@@ -401,7 +407,7 @@ func conformFiftyFour[TTx any](t *testing.T, w *world[TTx]) {
 	if n := w.count(t, `SELECT count(*) FROM test_effects`); n != 50 {
 		t.Fatalf("effects %d, want 50", n)
 	}
-	if n := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE attempts <> 1`); n != 0 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE attempts <> 1`); n != 0 {
 		t.Fatalf("%d receipts with other than one attempt", n)
 	}
 }
@@ -419,10 +425,10 @@ func conformMaxAttempts[TTx any](t *testing.T, w *world[TTx]) {
 	if r, err := inbox.ClaimForTest(w.ctx, epAsync); err != nil || r != nil {
 		t.Fatalf("a fourth claim: %v %v, want nothing", r, err)
 	}
-	if s, err := inbox.Stats(w.ctx); err != nil || s.NeedsReview != 1 {
+	if s, err := inbox.Operator().Stats(w.ctx); err != nil || s.NeedsReview != 1 {
 		t.Fatalf("stats %+v %v, want 1 needing review", s, err)
 	}
-	if n, err := inbox.RetryNeedsReview(w.ctx); err != nil || n != 1 {
+	if n, err := inbox.Operator().RetryNeedsReview(w.ctx); err != nil || n != 1 {
 		t.Fatalf("RetryNeedsReview: %d %v", n, err)
 	}
 	runWorkers(t, w, inbox)
@@ -477,7 +483,7 @@ func conformTimeout[TTx any](t *testing.T, w *world[TTx]) {
 	if err := inbox.ProcessClaimedForTest(w.ctx, r); !errors.Is(err, driver.ErrStatementTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("processing: %v, want a timeout", err)
 	}
-	if n := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND attempts = 1 AND last_error LIKE 'timeout%'`); n != 1 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL AND attempts = 1 AND last_error LIKE 'timeout%'`); n != 1 {
 		t.Fatal("the timeout was not recorded")
 	}
 	if n := w.count(t, `SELECT count(*) FROM test_effects`); n != 0 {
@@ -515,7 +521,7 @@ func conformHybrid[TTx any](t *testing.T, w *world[TTx]) {
 	if got := mustReceive(t, inbox, ev); got != hookinbox.OutcomeAccepted {
 		t.Fatalf("receive: %s, want accepted", got)
 	}
-	if n := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE attempts = 1 AND last_error LIKE '%bug in handler%'`); n != 1 {
+	if n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE attempts = 1 AND last_error LIKE '%bug in handler%'`); n != 1 {
 		t.Fatal("the pending receipt does not carry the failure")
 	}
 	if n := w.count(t, `SELECT count(*) FROM test_effects`); n != 0 {

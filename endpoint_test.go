@@ -66,7 +66,7 @@ func post(t *testing.T, method, url string, body []byte, sig string) answer {
 	return answer{resp.StatusCode, parsed.Outcome, resp.Header.Get(hookinbox.OutcomeHeader), parsed.Error}
 }
 
-// Every row of DESIGN.md §3's table through the HTTP handler. Rows that must write
+// Every row of the HTTP contract (docs/ARCHITECTURE.md, "Receiving") through the handler. Rows that must write
 // nothing are checked against a count of every table.
 func TestEndpoint_ContractTable(t *testing.T) {
 	t.Parallel()

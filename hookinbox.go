@@ -1,24 +1,6 @@
-// Package hookinbox makes incoming webhooks take effect exactly once in the receiver's
-// own database. It commits the receipt of an event and the business update it causes
-// in one transaction (a transactional inbox), so a failure before commit leaves
-// nothing behind and the sender's retry is processed normally, and a retry after
-// commit is a duplicate.
-//
-//	inbox, err := hookinbox.New(pgxdriver.New(pool), &hookinbox.Config{
-//		Endpoints: []hookinbox.EndpointConfig{{Name: "billing", Verifier: stripe, Mode: hookinbox.ModeSync}},
-//	})
-//	inbox.Handle("billing", "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
-//		_, err := tx.Exec(ctx, `UPDATE invoices SET status = 'paid' WHERE id = $1 AND status <> 'void'`, id)
-//		return err
-//	})
-//	mux.Handle("POST /webhooks/stripe", inbox.Endpoint("billing"))
-//	go inbox.Run(ctx) // workers for async and hybrid endpoints
 package hookinbox
 
-import (
-	"context"
-	"encoding/json"
-)
+import "encoding/json"
 
 // Event is a verified webhook event as a handler sees it.
 type Event struct {
@@ -36,16 +18,6 @@ type Event struct {
 	// workers.
 	Attempt int
 }
-
-// HandlerFunc applies one event inside the inbox transaction tx, whose native type
-// depends on the driver (pgx.Tx for PostgreSQL). Its writes commit together with the
-// receipt, or not at all. It must be written as a state transition: creation with
-// INSERT ... ON CONFLICT DO NOTHING, guarded updates, unique constraints on business
-// keys, because the same fact can arrive under a second event id and in any order.
-//
-// It must not make external calls (HTTP, brokers, the provider's API): they cannot
-// roll back. Write an outbox message instead (Inbox.InsertOutboxTx).
-type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, ev Event) error
 
 // Outcome is what receiving or processing an event came to. It is the "outcome" of
 // the HTTP answer and of the Hookinbox-Outcome header.

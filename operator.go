@@ -2,6 +2,7 @@ package hookinbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,48 +10,155 @@ import (
 	"github.com/hookinbox/hookinbox/driver"
 )
 
-// Key identifies a receipt: provider, endpoint and the provider's event id.
-type Key = driver.Key
+// Key identifies a receipt: provider, endpoint and the provider's event id. It is the
+// primary key of the inbox table, so two endpoints that receive the same event each
+// process it.
+type Key struct {
+	Provider string
+	Endpoint string
+	EventID  string
+}
 
-// Receipt is a row of webhook_inbox as operators see it.
-type Receipt = driver.Receipt
+func (k Key) driverKey() driver.Key {
+	return driver.Key{Provider: k.Provider, Endpoint: k.Endpoint, EventID: k.EventID}
+}
 
-// Stats summarise the inbox for monitoring (the seed's monitoring query).
+// State is where a receipt stands. Each receipt stores its own, so every process and
+// every operator command agree on it without sharing a configuration.
+type State string
+
+const (
+	// StatePending: the receipt waits for a worker, or a worker holds it.
+	StatePending State = driver.StatePending
+	// StateProcessed: its handler's work is committed, or there was nothing to do
+	// (see Receipt.Outcome).
+	StateProcessed State = driver.StateProcessed
+	// StateNeedsReview: it used every attempt its worker allowed and waits for a
+	// person (Operator.Retry gives it back to the workers).
+	StateNeedsReview State = driver.StateNeedsReview
+	// StateDiscarded: a person decided it is not to be processed.
+	StateDiscarded State = driver.StateDiscarded
+)
+
+// Receipt is a row of the inbox as operators see it.
+type Receipt struct {
+	Key
+	EventType string
+	// Payload is the verified body as stored (PostgreSQL normalises jsonb: key order
+	// and white space may differ from the bytes received).
+	Payload json.RawMessage
+	State   State
+	// Outcome is what processing came to once processed: processed or ignored.
+	Outcome     Outcome
+	ReceivedAt  time.Time
+	AvailableAt time.Time
+	Attempts    int
+	// MaxAttempts is the attempt limit of the process that last took the receipt (the
+	// receiver, then each worker's claim); 0 when it was never recorded.
+	MaxAttempts int
+	LastError   string
+	ProcessedAt *time.Time
+}
+
+func receiptFrom(r *driver.Receipt) *Receipt {
+	if r == nil {
+		return nil
+	}
+	return &Receipt{
+		Key:       Key{Provider: r.Provider, Endpoint: r.Endpoint, EventID: r.EventID},
+		EventType: r.EventType, Payload: r.Payload, State: State(r.State), Outcome: Outcome(r.Outcome),
+		ReceivedAt: r.ReceivedAt, AvailableAt: r.AvailableAt, Attempts: r.Attempts,
+		MaxAttempts: r.MaxAttempts, LastError: r.LastError, ProcessedAt: r.ProcessedAt,
+	}
+}
+
+// Operator runs the inbox's operator functions (stats, listing, retry, cleanup) on a
+// database. It needs no handlers and no transaction type, so a command-line tool or an
+// admin page builds one from the driver's executor alone; every figure it reports is
+// read from the rows' stored state, so it agrees with every running process.
+//
+//	op := hookinbox.NewOperator(pgxdriver.New(pool).Executor(), nil)
+//	stats, err := op.Stats(ctx)
+type Operator struct {
+	exec   driver.Executor
+	config OperatorConfig
+}
+
+// OperatorConfig configures an Operator.
+type OperatorConfig struct {
+	// MinRetention is the shortest retention Cleanup accepts without Force: the longest
+	// retry window of the providers whose receipts the database keeps. A receipt
+	// deleted before its provider stops retrying turns the next retry into a new event.
+	//
+	// Defaults to 72 hours (Stripe's retry window).
+	MinRetention time.Duration
+
+	// RetriedFunc, when set, is called after Retry or RetryNeedsReview made receipts
+	// available, e.g. to wake this process's workers.
+	RetriedFunc func()
+}
+
+// NewOperator returns an Operator on exec, typically a driver's Executor().
+func NewOperator(exec driver.Executor, config *OperatorConfig) *Operator {
+	o := &Operator{exec: exec}
+	if config != nil {
+		o.config = *config
+	}
+	if o.config.MinRetention <= 0 {
+		o.config.MinRetention = 72 * time.Hour
+	}
+	return o
+}
+
+// Operator returns the operator functions on the inbox's database, with the inbox's
+// providers' retry windows as the minimum retention and its workers woken by a retry.
+func (i *Inbox[TTx]) Operator() *Operator {
+	return NewOperator(i.driver.Executor(), &OperatorConfig{MinRetention: i.MinRetention(), RetriedFunc: i.notifyWorkers})
+}
+
+// Stats summarise the inbox for monitoring.
 type Stats struct {
 	// Unprocessed counts receipts not yet processed, including those needing review.
 	Unprocessed int64
 	// OldestUnprocessedAge is how long the oldest unprocessed receipt has waited: the
 	// first sign that processing has stalled. Zero when there is none.
 	OldestUnprocessedAge time.Duration
-	// NeedsReview counts unprocessed receipts at max attempts. Alert on anything but 0.
+	// NeedsReview counts receipts in StateNeedsReview. Alert on anything but 0.
 	NeedsReview int64
 	// ReceivedLastHour counts receipts by event type over the last hour.
-	ReceivedLastHour []driver.TypeCount
+	ReceivedLastHour []TypeCount
+}
+
+// TypeCount is the number of receipts of one event type.
+type TypeCount struct {
+	EventType string
+	Count     int64
 }
 
 // Stats returns the inbox's monitoring figures.
-func (i *Inbox[TTx]) Stats(ctx context.Context) (*Stats, error) {
-	s, err := i.driver.Executor().InboxStats(ctx, &driver.InboxStatsParams{
-		MaxAttempts: i.worker.MaxAttempts, RecentWindow: time.Hour,
-	})
+func (o *Operator) Stats(ctx context.Context) (*Stats, error) {
+	s, err := o.exec.InboxStats(ctx, &driver.InboxStatsParams{RecentWindow: time.Hour})
 	if err != nil {
 		return nil, err
 	}
-	return &Stats{
+	out := &Stats{
 		Unprocessed:          s.Unprocessed,
 		OldestUnprocessedAge: s.OldestUnprocessedAge,
 		NeedsReview:          s.NeedsReview,
-		ReceivedLastHour:     s.ReceivedByType,
-	}, nil
+	}
+	for _, tc := range s.ReceivedByType {
+		out.ReceivedLastHour = append(out.ReceivedLastHour, TypeCount{EventType: tc.EventType, Count: tc.Count})
+	}
+	return out, nil
 }
 
 // ListParams filter ListReceipts.
 type ListParams struct {
 	// Endpoint restricts the list to one endpoint.
 	Endpoint string
-	// NeedsReview lists only receipts that reached max attempts unprocessed.
+	// NeedsReview lists only receipts in StateNeedsReview.
 	NeedsReview bool
-	// Unprocessed lists only unprocessed receipts.
+	// Unprocessed lists only receipts not yet processed (pending or needing review).
 	Unprocessed bool
 	// Limit caps the number of rows.
 	//
@@ -59,48 +167,60 @@ type ListParams struct {
 }
 
 // ListReceipts returns receipts, newest first.
-func (i *Inbox[TTx]) ListReceipts(ctx context.Context, params ListParams) ([]*Receipt, error) {
+func (o *Operator) ListReceipts(ctx context.Context, params ListParams) ([]*Receipt, error) {
 	if params.Limit <= 0 {
 		params.Limit = 100
 	}
-	return i.driver.Executor().InboxList(ctx, &driver.InboxListParams{
+	list, err := o.exec.InboxList(ctx, &driver.InboxListParams{
 		Endpoint:    params.Endpoint,
 		NeedsReview: params.NeedsReview,
 		Unprocessed: params.Unprocessed,
-		MaxAttempts: i.worker.MaxAttempts,
 		Limit:       params.Limit,
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Receipt, len(list))
+	for n, r := range list {
+		out[n] = receiptFrom(r)
+	}
+	return out, nil
 }
 
 // GetReceipt returns one receipt, or nil if there is none.
-func (i *Inbox[TTx]) GetReceipt(ctx context.Context, key Key) (*Receipt, error) {
-	return i.driver.Executor().InboxGet(ctx, key)
+func (o *Operator) GetReceipt(ctx context.Context, key Key) (*Receipt, error) {
+	r, err := o.exec.InboxGet(ctx, key.driverKey())
+	if err != nil {
+		return nil, err
+	}
+	return receiptFrom(r), nil
 }
 
-// Retry makes an unprocessed receipt available to workers now with its attempts reset
-// to zero, typically after a person fixed what made it fail. It reports false if the
-// receipt does not exist or is already processed.
-func (i *Inbox[TTx]) Retry(ctx context.Context, key Key) (bool, error) {
-	n, err := i.driver.Executor().InboxRetry(ctx, &driver.InboxRetryParams{Key: &key})
+// Retry makes an unprocessed receipt pending and available to workers now with its
+// attempts reset to zero, typically after a person fixed what made it fail. It
+// reports false if the receipt does not exist or is already processed.
+func (o *Operator) Retry(ctx context.Context, key Key) (bool, error) {
+	k := key.driverKey()
+	n, err := o.exec.InboxRetry(ctx, &driver.InboxRetryParams{Key: &k})
 	if err != nil {
 		return false, err
 	}
-	if n > 0 {
-		i.notifyWorkers()
-	}
+	o.retried(n)
 	return n > 0, nil
 }
 
 // RetryNeedsReview does what Retry does for every receipt that needs review, and
 // returns how many.
-func (i *Inbox[TTx]) RetryNeedsReview(ctx context.Context) (int, error) {
-	n, err := i.driver.Executor().InboxRetry(ctx, &driver.InboxRetryParams{
-		NeedsReview: true, MaxAttempts: i.worker.MaxAttempts,
-	})
-	if n > 0 {
-		i.notifyWorkers()
-	}
+func (o *Operator) RetryNeedsReview(ctx context.Context) (int, error) {
+	n, err := o.exec.InboxRetry(ctx, &driver.InboxRetryParams{NeedsReview: true})
+	o.retried(n)
 	return n, err
+}
+
+func (o *Operator) retried(n int) {
+	if n > 0 && o.config.RetriedFunc != nil {
+		o.config.RetriedFunc()
+	}
 }
 
 // ErrRetentionTooShort is returned by Cleanup for a retention shorter than a
@@ -126,25 +246,24 @@ type CleanupParams struct {
 }
 
 // Cleanup deletes processed receipts older than the retention, in batches, and returns
-// how many it deleted (or, with DryRun, would delete). Unprocessed receipts are never
-// deleted.
-func (i *Inbox[TTx]) Cleanup(ctx context.Context, params CleanupParams) (int, error) {
+// how many it deleted (or, with DryRun, would delete). Receipts in any other state are
+// never deleted.
+func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (int, error) {
 	if params.OlderThan == 0 {
 		params.OlderThan = 720 * time.Hour
 	}
 	if params.BatchSize <= 0 {
 		params.BatchSize = 1000
 	}
-	if minimum := i.MinRetention(); params.OlderThan < minimum && !params.Force {
+	if minimum := o.config.MinRetention; params.OlderThan < minimum && !params.Force {
 		return 0, fmt.Errorf("%w: %s < %s (use Force to override)", ErrRetentionTooShort, params.OlderThan, minimum)
 	}
-	ex := i.driver.Executor()
 	if params.DryRun {
-		return ex.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, DryRun: true})
+		return o.exec.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, DryRun: true})
 	}
 	total := 0
 	for {
-		n, err := ex.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, Limit: params.BatchSize})
+		n, err := o.exec.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, Limit: params.BatchSize})
 		total += n
 		if err != nil {
 			return total, err
@@ -155,8 +274,12 @@ func (i *Inbox[TTx]) Cleanup(ctx context.Context, params CleanupParams) (int, er
 	}
 }
 
+// MinRetention is the shortest retention Cleanup accepts without Force.
+func (o *Operator) MinRetention() time.Duration { return o.config.MinRetention }
+
 // MinRetention is the longest retry window of the configured endpoints' providers (72
-// hours when none is configured): the shortest retention Cleanup accepts unforced.
+// hours when none is configured): the shortest retention the inbox's Operator accepts
+// for Cleanup unforced.
 func (i *Inbox[TTx]) MinRetention() time.Duration {
 	minimum := 72 * time.Hour
 	if len(i.endpoints) > 0 {

@@ -14,10 +14,10 @@ func TestStats_CountsUnprocessedAndRecentByType(t *testing.T) {
 	b.receive(t, invoiceEvent(epBilling, "evt_1", "invoice.paid", "in_1", 1000))
 	b.receive(t, invoiceEvent(epBilling, "evt_2", "invoice.paid", "in_2", 1000))
 	b.receive(t, invoiceEvent(epAsync, "evt_3", "invoice.created", "in_3", 0))
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET received_at = now() - interval '10 minutes' WHERE event_id = 'evt_3'`); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_inbox SET received_at = now() - interval '10 minutes' WHERE event_id = 'evt_3'`); err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.inbox.Stats(b.ctx)
+	s, err := b.inbox.Operator().Stats(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,20 +29,20 @@ func TestStats_CountsUnprocessedAndRecentByType(t *testing.T) {
 	}
 }
 
-func TestRetryNeedsReview_ResetsOnlyRowsAtTheLimit(t *testing.T) {
+func TestRetryNeedsReview_ResetsOnlyRowsInReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{worker: hookinbox.WorkerConfig{MaxAttempts: 2}})
 	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
 		b.receive(t, invoiceEvent(epAsync, id, "invoice.created", "in_"+id, 0))
 	}
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET attempts = 2 WHERE event_id IN ('evt_1', 'evt_2')`); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_inbox SET attempts = 2, state = 'needs_review' WHERE event_id IN ('evt_1', 'evt_2')`); err != nil {
 		t.Fatal(err)
 	}
-	n, err := b.inbox.RetryNeedsReview(b.ctx)
+	n, err := b.inbox.Operator().RetryNeedsReview(b.ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("RetryNeedsReview: %d, %v; want 2", n, err)
 	}
-	if ok, err := b.inbox.Retry(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: epAsync, EventID: "missing"}); ok || err != nil {
+	if ok, err := b.inbox.Operator().Retry(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: epAsync, EventID: "missing"}); ok || err != nil {
 		t.Fatalf("Retry of a missing receipt: %v, %v", ok, err)
 	}
 }
@@ -54,28 +54,28 @@ func TestCleanup_RetentionDryRunAndBatches(t *testing.T) {
 		b.receive(t, invoiceEvent(epBilling, id, "invoice.created", "in_"+id, 0))
 	}
 	b.receive(t, invoiceEvent(epAsync, "evt_pending", "invoice.created", "in_p", 0))
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET received_at = now() - interval '40 days', processed_at = CASE WHEN processed_at IS NULL THEN NULL ELSE now() - interval '40 days' END`); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_inbox SET received_at = now() - interval '40 days', processed_at = CASE WHEN processed_at IS NULL THEN NULL ELSE now() - interval '40 days' END`); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := b.inbox.Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: 24 * time.Hour}); !errors.Is(err, hookinbox.ErrRetentionTooShort) {
+	if _, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: 24 * time.Hour}); !errors.Is(err, hookinbox.ErrRetentionTooShort) {
 		t.Fatalf("24h retention for stripe: %v, want ErrRetentionTooShort", err)
 	}
-	n, err := b.inbox.Cleanup(b.ctx, hookinbox.CleanupParams{DryRun: true})
+	n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{DryRun: true})
 	if err != nil || n != 5 {
 		t.Fatalf("dry run: %d, %v; want 5", n, err)
 	}
-	if left := b.count(t, `SELECT count(*) FROM webhook_inbox`); left != 6 {
+	if left := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); left != 6 {
 		t.Fatalf("dry run deleted rows: %d left", left)
 	}
-	n, err = b.inbox.Cleanup(b.ctx, hookinbox.CleanupParams{BatchSize: 2})
+	n, err = b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{BatchSize: 2})
 	if err != nil || n != 5 {
 		t.Fatalf("cleanup: %d, %v; want 5", n, err)
 	}
-	if left := b.count(t, `SELECT count(*) FROM webhook_inbox`); left != 1 {
+	if left := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); left != 1 {
 		t.Fatalf("%d rows left, want the pending one", left)
 	}
-	if n, err := b.inbox.Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: time.Hour, Force: true}); err != nil || n != 0 {
+	if n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: time.Hour, Force: true}); err != nil || n != 0 {
 		t.Fatalf("forced short retention: %d, %v", n, err)
 	}
 }

@@ -24,8 +24,16 @@ type OutboxMessage struct {
 // InsertOutboxTx writes msg to the outbox as part of transaction tx, on behalf of the
 // event source being processed. If tx rolls back, so does the message; if it commits,
 // the dispatcher delivers the message at least once, with an idempotency key derived
-// from the source event and the message id.
-func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, msg OutboxMessage) (int64, error) {
+// from the source event and the message id. TDriver names the driver whose
+// transaction tx is, so a handler needs nothing but its arguments:
+//
+//	id, err := hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, hookinbox.OutboxMessage{...})
+func InsertOutboxTx[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx TTx, source Event, msg OutboxMessage) (int64, error) {
+	var d TDriver // UnwrapExecutor needs no driver state: a zero driver is enough
+	return insertOutbox(ctx, d.UnwrapExecutor(tx), source, msg)
+}
+
+func insertOutbox(ctx context.Context, ex driver.Executor, source Event, msg OutboxMessage) (int64, error) {
 	var payload []byte
 	switch p := msg.Payload.(type) {
 	case json.RawMessage:
@@ -38,7 +46,7 @@ func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, m
 			return 0, fmt.Errorf("error encoding outbox payload: %w", err)
 		}
 	}
-	id, err := i.driver.UnwrapExecutor(tx).OutboxInsert(ctx, &driver.OutboxInsertParams{
+	id, err := ex.OutboxInsert(ctx, &driver.OutboxInsertParams{
 		AggregateType: msg.AggregateType,
 		AggregateID:   msg.AggregateID,
 		EventType:     msg.EventType,
@@ -61,7 +69,7 @@ func (i *Inbox[TTx]) InsertOutboxTx(ctx context.Context, tx TTx, source Event, m
 //	inbox.Handle("gateway", "*", inbox.ForwardTo("gateway"))
 func (i *Inbox[TTx]) ForwardTo(destination string) HandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, ev Event) error {
-		_, err := i.InsertOutboxTx(ctx, tx, ev, OutboxMessage{
+		_, err := insertOutbox(ctx, i.driver.UnwrapExecutor(tx), ev, OutboxMessage{
 			AggregateType: ev.Provider,
 			AggregateID:   ev.ID,
 			EventType:     ev.Type,

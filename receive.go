@@ -14,18 +14,6 @@ import (
 // id or type too long to be a key, or a payload that is not JSON.
 var ErrInvalidEvent = errors.New("invalid event")
 
-// HandlerError is a failure returned by a handler. The receipt was rolled back with it.
-type HandlerError struct {
-	EventType string
-	Err       error
-}
-
-func (e *HandlerError) Error() string {
-	return fmt.Sprintf("handler for %s failed: %v", e.EventType, e.Err)
-}
-
-func (e *HandlerError) Unwrap() error { return e.Err }
-
 const (
 	maxEventIDBytes   = 512
 	maxEventTypeBytes = 256
@@ -104,7 +92,7 @@ func (i *Inbox[TTx]) receiveSync(ctx context.Context, ev Event, fn HandlerFunc[T
 
 	// Inserted as processed up front: the row and the business update commit together
 	// or not at all, so there is no moment where it is visible but unprocessed.
-	inserted, err := tx.InboxInsert(ctx, receiptParams(ev, true, OutcomeProcessed))
+	inserted, err := tx.InboxInsert(ctx, i.receiptParams(ev, true, OutcomeProcessed))
 	if err != nil {
 		return "", err
 	}
@@ -112,7 +100,7 @@ func (i *Inbox[TTx]) receiveSync(ctx context.Context, ev Event, fn HandlerFunc[T
 		return OutcomeDuplicate, nil
 	}
 	ev.Attempt = 1
-	if err := fn(ctx, tx.Native(), ev); err != nil {
+	if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
 		return "", &HandlerError{EventType: ev.Type, Err: i.driver.TranslateError(err)}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -124,10 +112,11 @@ func (i *Inbox[TTx]) receiveSync(ctx context.Context, ev Event, fn HandlerFunc[T
 // receiveAfterHandlerFailure stores the receipt of a hybrid endpoint as pending, with
 // the handler's error and the attempt counted, so that workers retry it.
 func (i *Inbox[TTx]) receiveAfterHandlerFailure(ctx context.Context, ev Event, herr *HandlerError) (Outcome, error) {
-	p := receiptParams(ev, false, "")
+	p := i.receiptParams(ev, false, "")
 	p.Attempts = 1
 	p.LastError = errorText(herr.Err)
 	p.Delay = i.worker.RetryDelayFunc(1)
+	p.MaxAttempts = i.worker.MaxAttempts
 	inserted, err := i.driver.Executor().InboxInsert(ctx, p)
 	if err != nil {
 		return "", errors.Join(herr, err)
@@ -147,7 +136,7 @@ func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool
 	if processed {
 		outcome = string(out)
 	}
-	inserted, err := i.driver.Executor().InboxInsert(ctx, receiptParams(ev, processed, Outcome(outcome)))
+	inserted, err := i.driver.Executor().InboxInsert(ctx, i.receiptParams(ev, processed, Outcome(outcome)))
 	if err != nil {
 		return "", err
 	}
@@ -157,13 +146,15 @@ func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool
 	return out, nil
 }
 
-func receiptParams(ev Event, processed bool, out Outcome) *driver.InboxInsertParams {
+func (i *Inbox[TTx]) receiptParams(ev Event, processed bool, out Outcome) *driver.InboxInsertParams {
 	return &driver.InboxInsertParams{
 		Key:       driver.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID},
 		EventType: ev.Type,
 		Payload:   ev.Payload,
 		Processed: processed,
 		Outcome:   string(out),
+		// The receiver's limit until a worker's claim stores its own.
+		MaxAttempts: i.worker.MaxAttempts,
 	}
 }
 

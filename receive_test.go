@@ -18,9 +18,13 @@ func TestReceive_WaitingCopyTakesOverAfterRollback(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noBilling: true})
 	inHandler, release := make(chan struct{}), make(chan struct{})
+	// Released however the test ends, so a failed assertion cannot leave the first
+	// copy holding its connection (and the test's cleanup waiting for it).
+	releaseFirst := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseFirst)
 	var calls sync.Mutex
 	first := true
-	paid := billing.Handlers(b.inbox)[billing.TypeInvoicePaid]
+	paid := billing.Handlers()[billing.TypeInvoicePaid]
 	b.inbox.Handle(epBilling, billing.TypeInvoicePaid, func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		calls.Lock()
 		isFirst := first
@@ -44,16 +48,24 @@ func TestReceive_WaitingCopyTakesOverAfterRollback(t *testing.T) {
 		firstErr <- err
 	}()
 	<-inHandler
-	secondOut := make(chan hookinbox.Outcome, 1)
-	go func() { secondOut <- b.receive(t, ev) }()
+	// The goroutine only reports: t.Fatal must be called from the test's own goroutine.
+	type result struct {
+		out hookinbox.Outcome
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		out, err := b.inbox.Receive(b.ctx, ev)
+		second <- result{out, err}
+	}()
 	b.db.WaitForLockWaiters(t, 1) // the second copy waits on the first's uncommitted receipt
-	close(release)
+	releaseFirst()
 
 	if err := <-firstErr; err == nil {
 		t.Fatal("first delivery succeeded, want its injected failure")
 	}
-	if got := <-secondOut; got != hookinbox.OutcomeProcessed {
-		t.Fatalf("second delivery: %s, want processed", got)
+	if got := <-second; got.err != nil || got.out != hookinbox.OutcomeProcessed {
+		t.Fatalf("second delivery: %s, %v; want processed", got.out, got.err)
 	}
 	if n := b.ledgerRows(t); n != 1 {
 		t.Fatalf("ledger rows: %d, want 1", n)
@@ -64,7 +76,7 @@ func TestReceive_WaitingCopyTakesOverAfterRollback(t *testing.T) {
 func TestReceive_HandlerFailureLeavesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noBilling: true})
-	paid := billing.Handlers(b.inbox)[billing.TypeInvoicePaid]
+	paid := billing.Handlers()[billing.TypeInvoicePaid]
 	fail := true
 	b.inbox.Handle(epBilling, billing.TypeInvoicePaid, func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		if err := paid(ctx, tx, ev); err != nil {

@@ -92,7 +92,7 @@ func receiveMarkAfter(ctx context.Context, b *testBundle, ev hookinbox.Event, fn
 // the redelivery's outcome and the number of ledger rows.
 func scenarioUpdateFailsThenRedelivered(t *testing.T, receive receiveFunc) (hookinbox.Outcome, int) {
 	b := setup(t, setupOpts{noBilling: true})
-	paid := billing.Handlers(b.inbox)[billing.TypeInvoicePaid]
+	paid := billing.Handlers()[billing.TypeInvoicePaid]
 	fail := true
 	fn := func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		if err := paid(ctx, tx, ev); err != nil {

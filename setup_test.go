@@ -36,6 +36,8 @@ type setupOpts struct {
 	worker hookinbox.WorkerConfig
 	// noBilling leaves handlers unregistered, for tests that register their own.
 	noBilling bool
+	// logs, when set, receives the inbox's log lines too.
+	logs *lockedBuffer
 }
 
 // The test endpoints: one per mode, plus a second sync endpoint to show that the
@@ -73,6 +75,9 @@ func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := billing.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE test_effects (id bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +96,7 @@ func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbo
 // handlers of handlers on every endpoint. Both the PostgreSQL tests and the behaviour
 // suite build their inboxes here.
 func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
-	handlers func(*hookinbox.Inbox[TTx]) map[string]hookinbox.HandlerFunc[TTx]) *hookinbox.Inbox[TTx] {
+	handlers func() map[string]hookinbox.HandlerFunc[TTx]) *hookinbox.Inbox[TTx] {
 	t.Helper()
 	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
 	if err != nil {
@@ -111,14 +116,14 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 			{Name: epHybrid, Verifier: v, Mode: hookinbox.ModeHybrid},
 		},
 		Worker: o.worker,
-		Logger: testLogger(t),
+		Logger: testLoggerTo(t, o.logs),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !o.noBilling {
 		for _, ep := range []string{epBilling, epAnalytics, epAsync, epHybrid} {
-			for typ, fn := range handlers(inbox) {
+			for typ, fn := range handlers() {
 				inbox.Handle(ep, typ, fn)
 			}
 		}
@@ -163,7 +168,7 @@ func (b *testBundle) ledgerRows(t *testing.T) int {
 
 func (b *testBundle) receipt(t *testing.T, endpoint, eventID string) *hookinbox.Receipt {
 	t.Helper()
-	r, err := b.inbox.GetReceipt(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: endpoint, EventID: eventID})
+	r, err := b.inbox.Operator().GetReceipt(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: endpoint, EventID: eventID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +180,7 @@ func (b *testBundle) receipt(t *testing.T, endpoint, eventID string) *hookinbox.
 func (b *testBundle) tableCounts(t *testing.T) string {
 	t.Helper()
 	s := ""
-	for _, table := range []string{"webhook_inbox", "invoices", "ledger_entries", "outbox", "billing_anomalies", "test_effects"} {
+	for _, table := range []string{"hookinbox_inbox", "invoices", "ledger_entries", "hookinbox_outbox", "billing_anomalies", "test_effects"} {
 		s += fmt.Sprintf("%s=%d ", table, b.count(t, "SELECT count(*) FROM "+table))
 	}
 	return s
@@ -215,8 +220,13 @@ func (b *lockedBuffer) String() string {
 
 // testLogger logs as JSON to a buffer that is checked when the test ends: no secret
 // and no payload may appear in any line.
-func testLogger(t testing.TB) *slog.Logger {
-	buf := &lockedBuffer{}
+func testLogger(t testing.TB) *slog.Logger { return testLoggerTo(t, nil) }
+
+// testLoggerTo is testLogger writing to buf, for a test that reads its logs.
+func testLoggerTo(t testing.TB, buf *lockedBuffer) *slog.Logger {
+	if buf == nil {
+		buf = &lockedBuffer{}
+	}
 	t.Cleanup(func() {
 		logs := buf.String()
 		for _, forbidden := range []string{testSecret, payloadMarker} {

@@ -128,7 +128,7 @@ func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) erro
 		info.Result = AttemptTimeout
 		err = fmt.Errorf("timeout after %s: %w", time.Since(start).Round(time.Millisecond), err)
 	}
-	info.NeedsReview = r.Attempts >= i.worker.MaxAttempts
+	info.NeedsReview = r.Attempts >= r.MaxAttempts
 	delay := i.worker.RetryDelayFunc(r.Attempts)
 	// Not pctx: when processing ran out of time, pctx has too, and the failure must
 	// still be recorded.
@@ -138,7 +138,7 @@ func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) erro
 		Key: r.Key, Error: errorText(err), Delay: delay,
 	})
 	level := "retry"
-	if r.Attempts >= i.worker.MaxAttempts {
+	if info.NeedsReview {
 		level = "needs review"
 	}
 	i.logger.WarnContext(ctx, "hookinbox: processing failed",
@@ -179,7 +179,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key) error {
 		return fmt.Errorf("no handler registered for %q on endpoint %q", r.EventType, r.Endpoint)
 	}
 	ev := Event{Provider: r.Provider, Endpoint: r.Endpoint, ID: r.EventID, Type: r.EventType, Payload: r.Payload, Attempt: r.Attempts}
-	if err := fn(ctx, tx.Native(), ev); err != nil {
+	if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
 		return &HandlerError{EventType: r.EventType, Err: i.driver.TranslateError(err)}
 	}
 	if err := tx.InboxMarkProcessed(ctx, key, string(OutcomeProcessed)); err != nil {

@@ -18,7 +18,7 @@ import (
 // does, without waiting for it.
 func (b *testBundle) expireLeases(t *testing.T) {
 	t.Helper()
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET available_at = now() WHERE processed_at IS NULL`); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_inbox SET available_at = now() WHERE processed_at IS NULL`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -42,7 +42,7 @@ func runUntilProcessed(t *testing.T, b *testBundle, inboxes ...*hookinbox.Inbox[
 	}
 	defer func() { cancel(); wg.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for b.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL`) > 0 {
+	for b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("receipts still unprocessed after 30 s: %s", b.tableCounts(t))
 		}
@@ -93,19 +93,19 @@ func TestWorker_CrashAfterClaimStopsAtMaxAttempts(t *testing.T) {
 	if attempts != 3 || fourth {
 		t.Fatalf("attempts=%d, claimed a fourth time=%v; want 3 and false", attempts, fourth)
 	}
-	stats, err := b.inbox.Stats(b.ctx)
+	stats, err := b.inbox.Operator().Stats(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stats.NeedsReview != 1 || stats.Unprocessed != 1 {
 		t.Fatalf("stats %+v, want 1 unprocessed needing review", stats)
 	}
-	list, err := b.inbox.ListReceipts(b.ctx, hookinbox.ListParams{NeedsReview: true})
+	list, err := b.inbox.Operator().ListReceipts(b.ctx, hookinbox.ListParams{NeedsReview: true})
 	if err != nil || len(list) != 1 || list[0].EventID != "evt_1" {
 		t.Fatalf("needs review list %v, %v", list, err)
 	}
 
-	ok, err := b.inbox.Retry(b.ctx, list[0].Key)
+	ok, err := b.inbox.Operator().Retry(b.ctx, list[0].Key)
 	if err != nil || !ok {
 		t.Fatalf("Retry: %v, %v", ok, err)
 	}
@@ -138,14 +138,14 @@ func processReal(t *testing.T, b *testBundle, r *driver.Receipt) error {
 // lease ran out applies the event again.
 func processWithoutRecheck(t *testing.T, b *testBundle, r *driver.Receipt) error {
 	return pgx.BeginFunc(b.ctx, b.db.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(b.ctx, `SELECT 1 FROM webhook_inbox WHERE event_id = $1 FOR UPDATE`, r.EventID); err != nil {
+		if _, err := tx.Exec(b.ctx, `SELECT 1 FROM hookinbox_inbox WHERE event_id = $1 FOR UPDATE`, r.EventID); err != nil {
 			return err
 		}
 		ev := hookinbox.Event{Provider: r.Provider, Endpoint: r.Endpoint, ID: r.EventID, Type: r.EventType, Payload: r.Payload}
 		if err := countingHandler(b.ctx, tx, ev); err != nil {
 			return err
 		}
-		_, err := tx.Exec(b.ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE event_id = $1`, r.EventID)
+		_, err := tx.Exec(b.ctx, `UPDATE hookinbox_inbox SET processed_at = now() WHERE event_id = $1`, r.EventID)
 		return err
 	})
 }
@@ -155,7 +155,7 @@ func processWithoutRecheck(t *testing.T, b *testBundle, r *driver.Receipt) error
 func processWithoutLock(t *testing.T, b *testBundle, r *driver.Receipt) error {
 	return pgx.BeginFunc(b.ctx, b.db.Pool, func(tx pgx.Tx) error {
 		var unprocessed bool
-		if err := tx.QueryRow(b.ctx, `SELECT processed_at IS NULL FROM webhook_inbox WHERE event_id = $1`, r.EventID).Scan(&unprocessed); err != nil {
+		if err := tx.QueryRow(b.ctx, `SELECT processed_at IS NULL FROM hookinbox_inbox WHERE event_id = $1`, r.EventID).Scan(&unprocessed); err != nil {
 			return err
 		}
 		if !unprocessed {
@@ -165,7 +165,7 @@ func processWithoutLock(t *testing.T, b *testBundle, r *driver.Receipt) error {
 		if err := countingHandler(b.ctx, tx, ev); err != nil {
 			return err
 		}
-		_, err := tx.Exec(b.ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE event_id = $1`, r.EventID)
+		_, err := tx.Exec(b.ctx, `UPDATE hookinbox_inbox SET processed_at = now() WHERE event_id = $1`, r.EventID)
 		return err
 	})
 }

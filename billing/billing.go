@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 )
 
 // Event types the billing handlers apply.
@@ -47,17 +48,18 @@ const (
 )
 
 // Register registers the billing handlers for every type in Types on the named
-// endpoint.
+// endpoint of an inbox on PostgreSQL. Their tables are billing's own: create them with
+// Migrate.
 func Register(inbox *hookinbox.Inbox[pgx.Tx], endpoint string) {
-	for typ, fn := range Handlers(inbox) {
+	for typ, fn := range Handlers() {
 		inbox.Handle(endpoint, typ, fn)
 	}
 }
 
 // Handlers returns the billing handler of every type in Types, for callers that wrap
 // them (with metrics, or a fault in a test) before registering.
-func Handlers(inbox *hookinbox.Inbox[pgx.Tx]) map[string]hookinbox.HandlerFunc[pgx.Tx] {
-	h := &handlers{inbox: inbox}
+func Handlers() map[string]hookinbox.HandlerFunc[pgx.Tx] {
+	h := &handlers{}
 	return map[string]hookinbox.HandlerFunc[pgx.Tx]{
 		TypeInvoiceCreated:             h.created,
 		TypeInvoiceFinalized:           h.finalized,
@@ -107,9 +109,8 @@ func parseInvoice(ev hookinbox.Event) (*invoice, error) {
 	return &env.Data.Object, nil
 }
 
-type handlers struct {
-	inbox *hookinbox.Inbox[pgx.Tx]
-}
+// handlers holds the PostgreSQL handlers; they need no state.
+type handlers struct{}
 
 func (h *handlers) created(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
@@ -164,7 +165,7 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 	if err != nil {
 		return fmt.Errorf("error booking payment: %w", err)
 	}
-	_, err = h.inbox.InsertOutboxTx(ctx, tx, ev, hookinbox.OutboxMessage{
+	_, err = hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, hookinbox.OutboxMessage{
 		AggregateType: "Invoice",
 		AggregateID:   inv.ID,
 		EventType:     "InvoicePaymentBooked",

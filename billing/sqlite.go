@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 )
 
 // RegisterSQL registers the billing handlers for every type in Types on the named
@@ -15,15 +16,15 @@ import (
 //
 //	billing.RegisterSQL(inbox, "billing")
 func RegisterSQL(inbox *hookinbox.Inbox[*sql.Tx], endpoint string) {
-	for typ, fn := range HandlersSQL(inbox) {
+	for typ, fn := range HandlersSQL() {
 		inbox.Handle(endpoint, typ, fn)
 	}
 }
 
 // HandlersSQL returns the billing handler of every type in Types for an inbox on the
 // SQLite driver, for callers that wrap them before registering.
-func HandlersSQL(inbox *hookinbox.Inbox[*sql.Tx]) map[string]hookinbox.HandlerFunc[*sql.Tx] {
-	h := &sqlHandlers{inbox: inbox}
+func HandlersSQL() map[string]hookinbox.HandlerFunc[*sql.Tx] {
+	h := &sqlHandlers{}
 	return map[string]hookinbox.HandlerFunc[*sql.Tx]{
 		TypeInvoiceCreated:             h.created,
 		TypeInvoiceFinalized:           h.finalized,
@@ -34,9 +35,8 @@ func HandlersSQL(inbox *hookinbox.Inbox[*sql.Tx]) map[string]hookinbox.HandlerFu
 	}
 }
 
-type sqlHandlers struct {
-	inbox *hookinbox.Inbox[*sql.Tx]
-}
+// sqlHandlers holds the SQLite handlers; they need no state.
+type sqlHandlers struct{}
 
 func (h *sqlHandlers) created(ctx context.Context, tx *sql.Tx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
@@ -91,7 +91,7 @@ func (h *sqlHandlers) paid(ctx context.Context, tx *sql.Tx, ev hookinbox.Event) 
 	if err != nil {
 		return fmt.Errorf("error booking payment: %w", err)
 	}
-	_, err = h.inbox.InsertOutboxTx(ctx, tx, ev, hookinbox.OutboxMessage{
+	_, err = hookinbox.InsertOutboxTx[*sqlitedriver.Driver](ctx, tx, ev, hookinbox.OutboxMessage{
 		AggregateType: "Invoice",
 		AggregateID:   inv.ID,
 		EventType:     "InvoicePaymentBooked",

@@ -47,6 +47,9 @@ func setupSQL(t *testing.T) *sqlBundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := billing.MigrateSQLite(ctx, db); err != nil {
+		t.Fatal(err)
+	}
 	billing.RegisterSQL(inbox, "billing")
 	return &sqlBundle{ctx: ctx, db: db, inbox: inbox}
 }
@@ -122,7 +125,7 @@ func TestHandlersSQL_EveryOrderConvergesToPaidBookedOnce(t *testing.T) {
 		if n := b.count(t, `SELECT count(*) FROM ledger_entries WHERE invoice_id = ?1`, invoiceID); n != 1 {
 			t.Fatalf("order %v: %d ledger rows, want 1", order, n)
 		}
-		if n := b.count(t, `SELECT count(*) FROM outbox WHERE aggregate_id = ?1`, invoiceID); n != 1 {
+		if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE aggregate_id = ?1`, invoiceID); n != 1 {
 			t.Fatalf("order %v: %d outbox messages, want 1", order, n)
 		}
 	}

@@ -26,7 +26,9 @@ type Driver[TTx any] interface {
 	Executor() Executor
 
 	// UnwrapExecutor returns an Executor bound to a transaction the caller owns, so that
-	// an insert made through it commits or rolls back with the caller's work.
+	// an insert made through it commits or rolls back with the caller's work. It must
+	// not use the driver's own state: hookinbox.InsertOutboxTx calls it on the
+	// driver type's zero value.
 	UnwrapExecutor(tx TTx) Executor
 
 	// Migrate applies every migration not yet applied. It is safe to run twice and from
@@ -53,20 +55,24 @@ type Executor interface {
 	InboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
 
 	// InboxLockUnprocessed locks the receipt for the rest of the transaction and
-	// returns it, or returns nil if it is processed or absent. It waits for a lock
+	// returns it, or returns nil if it is absent or no longer pending. It waits for a lock
 	// held by another transaction (it does not skip locked rows).
 	InboxLockUnprocessed(ctx context.Context, key Key) (*Receipt, error)
 
-	// InboxMarkProcessed sets processed_at and the outcome, and clears last_error.
+	// InboxMarkProcessed sets the state to processed, processed_at and the outcome, and
+	// clears last_error.
 	InboxMarkProcessed(ctx context.Context, key Key, outcome string) error
 
-	// InboxClaim picks the oldest available unprocessed receipt of the given endpoints
-	// with fewer than MaxAttempts attempts, skipping rows locked by others, counts the
-	// attempt and hides it for the lease. It returns nil when there is none.
+	// InboxClaim picks the oldest available pending receipt of the given endpoints,
+	// skipping rows locked by others, counts the attempt, stores MaxAttempts with it and
+	// hides it for the lease. It returns nil when there is none. A pending receipt found
+	// with MaxAttempts attempts used (its worker died during the last one) is put to
+	// review on the way, not returned.
 	InboxClaim(ctx context.Context, params *InboxClaimParams) (*Receipt, error)
 
-	// InboxRecordFailure stores the error of a failed attempt and makes the receipt
-	// available again after Delay, only while it is unprocessed.
+	// InboxRecordFailure stores the error of a failed attempt, only while the receipt
+	// is pending: it becomes available again after Delay, or needs review when the
+	// attempt was the last its max_attempts allows.
 	InboxRecordFailure(ctx context.Context, params *InboxFailureParams) error
 
 	// InboxGet returns one receipt, or nil if it does not exist.
@@ -78,9 +84,9 @@ type Executor interface {
 	// InboxStats summarises the unprocessed receipts and recent arrivals.
 	InboxStats(ctx context.Context, params *InboxStatsParams) (*InboxStats, error)
 
-	// InboxRetry makes unprocessed receipts available now with their attempts reset
-	// to zero: one key, or (with NeedsReview) every receipt at MaxAttempts. It returns
-	// how many it reset.
+	// InboxRetry makes receipts pending and available now with their attempts reset
+	// to zero: one unprocessed key, or (with NeedsReview) every receipt that needs
+	// review. It returns how many it reset.
 	InboxRetry(ctx context.Context, params *InboxRetryParams) (int, error)
 
 	// InboxDeleteProcessed deletes up to Limit receipts processed before OlderThan
@@ -90,26 +96,29 @@ type Executor interface {
 	// OutboxInsert inserts an outbox message and returns its id.
 	OutboxInsert(ctx context.Context, params *OutboxInsertParams) (int64, error)
 
-	// OutboxClaim leases up to Limit available, unpublished messages with fewer than
-	// MaxAttempts attempts, skipping rows locked by others, counting the attempt and
-	// giving each a new fencing token larger than every token before it.
+	// OutboxClaim leases up to Limit available pending messages, skipping rows locked
+	// by others, counting the attempt, storing MaxAttempts and giving each a new fencing
+	// token larger than every token before it. A pending message found with MaxAttempts
+	// attempts used is put to review on the way, not returned.
 	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*OutboxMessage, error)
 
 	// OutboxMarkPublished marks a message published only if token is still its claim
 	// token. It reports false when a later claim took the message over.
 	OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error)
 
-	// OutboxRecordFailure stores a failed delivery's error and makes the message
-	// available after Delay, only if ClaimToken is still its token.
+	// OutboxRecordFailure stores a failed delivery's error, only if ClaimToken is still
+	// its token: the message becomes available after Delay, or needs review when the
+	// attempt was its last.
 	OutboxRecordFailure(ctx context.Context, params *OutboxFailureParams) error
 
 	// OutboxList returns messages, newest first.
 	OutboxList(ctx context.Context, params *OutboxListParams) ([]*OutboxMessage, error)
 
 	// OutboxStats summarises the unpublished messages.
-	OutboxStats(ctx context.Context, maxAttempts int) (*OutboxStats, error)
+	OutboxStats(ctx context.Context) (*OutboxStats, error)
 
-	// OutboxRetry makes unpublished messages available now with their attempts reset.
+	// OutboxRetry makes undelivered messages pending and available now with their
+	// attempts reset: one id, or every message that needs review.
 	OutboxRetry(ctx context.Context, params *OutboxRetryParams) (int, error)
 
 	// EffectClaim takes the lease on an effect key when it is new or its holder's lease

@@ -45,3 +45,23 @@ func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	return all, nil
 }
+
+// MigrationLine is a versioned sequence of migrations with a version table of its own,
+// so that packages beside the core (the billing domain, say) migrate their own tables
+// independently of hookinbox's and of each other.
+type MigrationLine struct {
+	// Name says whose migrations these are in messages, e.g. "hookinbox".
+	Name string
+	// Table is the version table: one row per applied migration.
+	Table string
+	// Migrations are in version order, as ReadMigrations returns them.
+	Migrations []Migration
+}
+
+// Latest returns the newest version of the line, 0 when it has none.
+func (l MigrationLine) Latest() int {
+	if len(l.Migrations) == 0 {
+		return 0
+	}
+	return l.Migrations[len(l.Migrations)-1].Version
+}

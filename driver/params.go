@@ -2,7 +2,7 @@ package driver
 
 import "time"
 
-// Key identifies a receipt: the primary key of webhook_inbox. The endpoint is part of it
+// Key identifies a receipt: the primary key of hookinbox_inbox. The endpoint is part of it
 // so that two endpoints receiving the same event each process it.
 type Key struct {
 	Provider string
@@ -10,7 +10,7 @@ type Key struct {
 	EventID  string
 }
 
-// Receipt is a row of webhook_inbox.
+// Receipt is a row of hookinbox_inbox.
 type Receipt struct {
 	Key
 	EventType   string
@@ -18,10 +18,29 @@ type Receipt struct {
 	ReceivedAt  time.Time
 	AvailableAt time.Time
 	Attempts    int
+	// MaxAttempts is the limit of the process that last took the row; 0 when unknown
+	// (a row from before schema version 3).
+	MaxAttempts int
 	LastError   string
 	ProcessedAt *time.Time
 	Outcome     string
+	// State is one of the State constants.
+	State string
 }
+
+// The states of a receipt or an outbox message, as stored in its state column.
+const (
+	// StatePending: waiting for a worker (or a dispatcher), or held by one.
+	StatePending = "pending"
+	// StateProcessed: a receipt whose handler's work committed, or that had nothing to do.
+	StateProcessed = "processed"
+	// StatePublished: an outbox message its sink accepted.
+	StatePublished = "published"
+	// StateNeedsReview: every allowed attempt failed; it waits for a person.
+	StateNeedsReview = "needs_review"
+	// StateDiscarded: a person decided it is not to be processed or delivered.
+	StateDiscarded = "discarded"
+)
 
 // InboxInsertParams are the values of a new receipt.
 type InboxInsertParams struct {
@@ -35,16 +54,23 @@ type InboxInsertParams struct {
 	Outcome   string
 
 	// Attempts, LastError and Delay describe a receipt that already failed once (hybrid
-	// mode): it becomes available after Delay.
+	// mode): it becomes available after Delay, or needs review at once when Attempts
+	// reached MaxAttempts.
 	Attempts  int
 	LastError string
 	Delay     time.Duration
+
+	// MaxAttempts is the receiver's attempt limit, stored with the row.
+	MaxAttempts int
 }
 
 // InboxClaimParams select and lease a receipt for a worker.
 type InboxClaimParams struct {
-	Endpoints   []string
-	Lease       time.Duration
+	Endpoints []string
+	Lease     time.Duration
+	// MaxAttempts is the worker's attempt limit: it is stored with the claimed row, and
+	// a pending row that already used that many attempts (its worker died during the
+	// last one) is put to review instead of being claimed.
 	MaxAttempts int
 }
 
@@ -59,17 +85,15 @@ type InboxFailureParams struct {
 type InboxListParams struct {
 	// Endpoint restricts the list to one endpoint when set.
 	Endpoint string
-	// NeedsReview lists only unprocessed receipts with at least MaxAttempts attempts.
+	// NeedsReview lists only receipts in StateNeedsReview.
 	NeedsReview bool
-	// Unprocessed lists only unprocessed receipts.
+	// Unprocessed lists only receipts in StatePending or StateNeedsReview.
 	Unprocessed bool
-	MaxAttempts int
 	Limit       int
 }
 
 // InboxStatsParams configure InboxStats.
 type InboxStatsParams struct {
-	MaxAttempts int
 	// RecentWindow is how far back ReceivedByType counts.
 	RecentWindow time.Duration
 }
@@ -90,12 +114,11 @@ type TypeCount struct {
 	Count     int64
 }
 
-// InboxRetryParams select receipts to retry: one Key, or every receipt that needs
-// review.
+// InboxRetryParams select receipts to retry: one unprocessed Key, or every receipt in
+// StateNeedsReview.
 type InboxRetryParams struct {
 	Key         *Key
 	NeedsReview bool
-	MaxAttempts int
 }
 
 // InboxDeleteParams select processed receipts to delete.
@@ -130,10 +153,14 @@ type OutboxMessage struct {
 	Destination   string
 	CreatedAt     time.Time
 	Attempts      int
+	// MaxAttempts is the limit of the dispatcher that last claimed it; 0 before.
+	MaxAttempts int
 	// ClaimToken is the fencing token of the claim that returned the message.
 	ClaimToken  int64
 	LastError   string
 	PublishedAt *time.Time
+	// State is StatePending, StatePublished, StateNeedsReview or StateDiscarded.
+	State string
 }
 
 // OutboxClaimParams select and lease messages for a dispatcher.
@@ -143,7 +170,9 @@ type OutboxClaimParams struct {
 	Destinations []string
 	Limit        int
 	Lease        time.Duration
-	MaxAttempts  int
+	// MaxAttempts is the dispatcher's attempt limit, stored with each claimed message;
+	// a pending message that already used that many is put to review instead.
+	MaxAttempts int
 }
 
 // OutboxFailureParams record a failed delivery.
@@ -156,10 +185,11 @@ type OutboxFailureParams struct {
 
 // OutboxListParams filter a listing of outbox messages.
 type OutboxListParams struct {
+	// NeedsReview lists only messages in StateNeedsReview.
 	NeedsReview bool
-	Pending     bool
-	MaxAttempts int
-	Limit       int
+	// Pending lists only undelivered messages (StatePending or StateNeedsReview).
+	Pending bool
+	Limit   int
 }
 
 // OutboxStats summarise the outbox.
@@ -173,7 +203,6 @@ type OutboxStats struct {
 type OutboxRetryParams struct {
 	ID          int64
 	NeedsReview bool
-	MaxAttempts int
 }
 
 // EffectClaimParams take or renew the lease on an effect key.

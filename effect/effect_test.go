@@ -106,7 +106,7 @@ func TestDo_FailedCallRecordsNothingAndMayBeRetried(t *testing.T) {
 		t.Fatalf("first Do: %v", err)
 	}
 	var n int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&n); err != nil || n != 0 {
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_effect`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("effects rows after a failure: %d (%v), want 0", n, err)
 	}
 	got, err := rec.Do(ctx, "webhook:evt_1:refund", func(context.Context, string) ([]byte, error) { return []byte("ok"), nil })

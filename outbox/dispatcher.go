@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -276,7 +277,22 @@ func (d *Dispatcher) deliver(ctx context.Context, m *Message) (string, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, d.config.DeliveryTimeout)
 	defer cancel()
-	return name, sink.Deliver(dctx, m)
+	return name, d.callSink(dctx, sink, name, m)
+}
+
+// callSink delivers m, turning a sink's panic into that delivery's failure, so that
+// one broken sink neither takes the process down nor stops the other sinks: the
+// message is retried and eventually needs review like any failed delivery. The stack
+// goes to the log; the payload never does.
+func (d *Dispatcher) callSink(ctx context.Context, sink Sink, name string, m *Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("sink %q panicked: %v", name, v)
+			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: sink panicked",
+				"outbox_id", m.ID, "sink", name, "attempt", m.Attempt, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	return sink.Deliver(ctx, m)
 }
 
 func (d *Dispatcher) recordFailure(ctx context.Context, m *Message, err error) {
@@ -285,7 +301,7 @@ func (d *Dispatcher) recordFailure(ctx context.Context, m *Message, err error) {
 		msg = strings.ToValidUTF8(msg[:2000], "")
 	}
 	next := "retry"
-	if m.Attempt >= d.config.MaxAttempts {
+	if m.Attempt >= m.maxAttempts {
 		next = "needs review"
 	}
 	d.config.Logger.WarnContext(ctx, "hookinbox: outbox: delivery failed",

@@ -36,7 +36,7 @@ func TestDispatcher_ThousandMessagesFourDispatchersOnceEach(t *testing.T) {
 	if n := stream.Count(t); n != 1000 {
 		t.Fatalf("stream holds %d messages, want 1000", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE attempts <> 1`); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE attempts <> 1`); n != 0 {
 		t.Fatalf("%d messages took more than one attempt", n)
 	}
 }
@@ -69,7 +69,7 @@ func TestDispatcher_StaleDispatcherIsFenced(t *testing.T) {
 	}
 	var lastError string
 	var published bool
-	if err := b.db.Pool.QueryRow(b.ctx, `SELECT coalesce(last_error, ''), published_at IS NOT NULL FROM outbox`).Scan(&lastError, &published); err != nil {
+	if err := b.db.Pool.QueryRow(b.ctx, `SELECT coalesce(last_error, ''), published_at IS NOT NULL FROM hookinbox_outbox`).Scan(&lastError, &published); err != nil {
 		t.Fatal(err)
 	}
 	if !published || lastError != "" {
@@ -82,7 +82,7 @@ func TestDispatcher_StaleDispatcherIsFenced(t *testing.T) {
 type recordFailure func(t *testing.T, b *bundle, m *outbox.Message)
 
 func recordFailureUnfenced(t *testing.T, b *bundle, m *outbox.Message) {
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE outbox SET last_error = 'late', available_at = now() WHERE id = $1 AND published_at IS NULL`, m.ID); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_outbox SET last_error = 'late', available_at = now() WHERE id = $1 AND published_at IS NULL`, m.ID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -182,9 +182,9 @@ func TestDispatcher_SinkDownBacksOffThenDeliversAll(t *testing.T) {
 	// sees two attempts on every message, and none may reach needs review meanwhile.
 	d := b.dispatcher(t, outbox.Config{MaxAttempts: 100000, Sinks: map[string]outbox.Sink{"http": &outbox.HTTPSink{URL: sink.URL}}})
 	b.runUntil(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM outbox WHERE attempts >= 2`) == 20
+		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE attempts >= 2`) == 20
 	}, d)
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE last_error LIKE '%503%'`); n != 20 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE last_error LIKE '%503%'`); n != 20 {
 		t.Fatalf("%d messages recorded the 503, want 20", n)
 	}
 	sink.setDown(false)
@@ -234,7 +234,7 @@ func TestDispatcher_NoTransactionOpenDuringDelivery(t *testing.T) {
 	pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "100"
 	d := b.dispatcherOnConfig(t, pcfg, outbox.Config{Sinks: map[string]outbox.Sink{"http": &outbox.HTTPSink{URL: sink.URL}}})
 	b.runUntil(t, b.allPublished(t), d)
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE last_error IS NOT NULL OR attempts <> 1`); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE last_error IS NOT NULL OR attempts <> 1`); n != 0 {
 		t.Fatalf("%d messages failed or were retried", n)
 	}
 
@@ -247,11 +247,11 @@ func TestDispatcher_NoTransactionOpenDuringDelivery(t *testing.T) {
 	defer conn.Close(b.ctx)
 	err = pgx.BeginFunc(b.ctx, conn, func(tx pgx.Tx) error {
 		var id int64
-		if err := tx.QueryRow(b.ctx, `SELECT id FROM outbox WHERE published_at IS NULL FOR UPDATE SKIP LOCKED LIMIT 1`).Scan(&id); err != nil {
+		if err := tx.QueryRow(b.ctx, `SELECT id FROM hookinbox_outbox WHERE published_at IS NULL FOR UPDATE SKIP LOCKED LIMIT 1`).Scan(&id); err != nil {
 			return err
 		}
 		time.Sleep(sink.slow) // the sink call, inside the transaction
-		_, err := tx.Exec(b.ctx, `UPDATE outbox SET published_at = now() WHERE id = $1`, id)
+		_, err := tx.Exec(b.ctx, `UPDATE hookinbox_outbox SET published_at = now() WHERE id = $1`, id)
 		return err
 	})
 	if err == nil {
@@ -271,9 +271,9 @@ func TestDispatcher_ClaimsOnlyItsDestinations(t *testing.T) {
 	b.insert(t, 2, "") // no destination, and this dispatcher has no default sink
 	d := b.dispatcher(t, outbox.Config{Sinks: map[string]outbox.Sink{"mine": &outbox.HTTPSink{URL: sink.URL}}})
 	b.runUntil(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM outbox WHERE destination = 'mine' AND published_at IS NULL`) == 0
+		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE destination = 'mine' AND published_at IS NULL`) == 0
 	}, d)
-	if n := b.count(t, `SELECT count(*) FROM outbox WHERE coalesce(destination, '') <> 'mine' AND attempts = 0`); n != 4 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE coalesce(destination, '') <> 'mine' AND attempts = 0`); n != 4 {
 		t.Fatalf("%d of the other messages left untouched, want 4 (a lone sink is not a default)", n)
 	}
 }

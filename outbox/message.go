@@ -28,7 +28,7 @@ type Message struct {
 	// Payload is the JSON body to deliver.
 	Payload []byte
 	// Source is the inbox receipt whose processing wrote the message.
-	Source      driver.Key
+	Source      Source
 	Destination string
 	CreatedAt   time.Time
 	// Attempt counts deliveries of this message, 1 for the first.
@@ -37,13 +37,26 @@ type Message struct {
 	// claim of this message, so a receiver that remembers the largest it has seen can
 	// refuse a delivery from a dispatcher whose lease ran out.
 	FencingToken int64
+
+	maxAttempts int // the claim's limit, stored with the row
+}
+
+// Source identifies the inbox receipt whose processing wrote a message.
+type Source struct {
+	Provider string
+	Endpoint string
+	EventID  string
+}
+
+func sourceFrom(k driver.Key) Source {
+	return Source{Provider: k.Provider, Endpoint: k.Endpoint, EventID: k.EventID}
 }
 
 func messageFrom(m *driver.OutboxMessage) *Message {
 	return &Message{
 		ID: m.ID, AggregateType: m.AggregateType, AggregateID: m.AggregateID, EventType: m.EventType,
-		Payload: m.Payload, Source: m.Source, Destination: m.Destination, CreatedAt: m.CreatedAt,
-		Attempt: m.Attempts, FencingToken: m.ClaimToken,
+		Payload: m.Payload, Source: sourceFrom(m.Source), Destination: m.Destination, CreatedAt: m.CreatedAt,
+		Attempt: m.Attempts, FencingToken: m.ClaimToken, maxAttempts: m.MaxAttempts,
 	}
 }
 

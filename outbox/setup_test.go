@@ -61,7 +61,7 @@ func (b *bundle) count(t *testing.T, query string) int {
 
 func (b *bundle) expireLeases(t *testing.T) {
 	t.Helper()
-	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE outbox SET available_at = now() WHERE published_at IS NULL`); err != nil {
+	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_outbox SET available_at = now() WHERE published_at IS NULL`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -102,14 +102,16 @@ func (b *bundle) runUntil(t *testing.T, done func() bool, ds ...*outbox.Dispatch
 	deadline := time.Now().Add(60 * time.Second)
 	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not done after 60 s: %d unpublished", b.count(t, `SELECT count(*) FROM outbox WHERE published_at IS NULL`))
+			t.Fatalf("not done after 60 s: %d unpublished", b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE published_at IS NULL`))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
 func (b *bundle) allPublished(t *testing.T) func() bool {
-	return func() bool { return b.count(t, `SELECT count(*) FROM outbox WHERE published_at IS NULL`) == 0 }
+	return func() bool {
+		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE published_at IS NULL`) == 0
+	}
 }
 
 // recordingSink is an HTTP receiver that records every delivery by idempotency key and

@@ -18,7 +18,7 @@ import (
 //
 // Implementations are safe for concurrent use.
 type Verifier interface {
-	// Name is the provider's name as stored in webhook_inbox.provider, e.g. "stripe":
+	// Name is the provider's name as stored in hookinbox_inbox.provider, e.g. "stripe":
 	// the name of the scheme, which is also the name New selects it by, except for
 	// an alias (svix builds the verifier named "standardwebhooks").
 	Name() string

@@ -42,10 +42,10 @@ arriving after its receipt was deleted would be processed again.
 				if !cmd.Flags().Changed("older-than") {
 					olderThan = cfg.Retention
 				}
-				n, err := b.Inbox.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
+				n, err := b.Operator.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
 				if errors.Is(err, hookinbox.ErrRetentionTooShort) {
 					return &usageError{fmt.Errorf("--older-than %s: %w (%s): a late retry would be processed again; pass --force to delete anyway",
-						olderThan, hookinbox.ErrRetentionTooShort, b.Inbox.MinRetention())}
+						olderThan, hookinbox.ErrRetentionTooShort, b.Operator.MinRetention())}
 				}
 				if err != nil {
 					return fmt.Errorf("error cleaning up after %d deletions: %w", n, err)

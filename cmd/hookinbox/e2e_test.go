@@ -63,7 +63,7 @@ func setupE2E(t *testing.T, dbHost string) *e2eBundle {
 	if err := os.WriteFile(b.config, fmt.Appendf(nil, e2eConfig, schemaURL(t, db, dbHost)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := mustRun(t, b.env, "migrate", "--database-url", b.dbURL)
+	out := mustRun(t, b.env, "migrate", "--database-url", b.dbURL, "--config", b.config)
 	if !strings.Contains(out, "schema migrated from version 0 to") {
 		t.Fatalf("migrate printed %q", out)
 	}
@@ -254,9 +254,11 @@ func TestEvents_RetryBringsNeedsReviewBack(t *testing.T) {
 		t.Fatalf("send to the async endpoint: %q", got)
 	}
 	waitFor(t, "the receipt to need review", func() bool { return b.status(t).NeedsReview == 1 })
-	if v := metric(t, p, `hookinbox_attempts_total{endpoint="queue",result="failed"}`); v != 2 {
-		t.Errorf("failed attempts counter = %v, want 2", v)
-	}
+	// The worker counts an attempt just after the state it records commits: wait for
+	// the counter too, rather than read it at the instant the state changed.
+	waitFor(t, "the failed attempts counter to reach 2", func() bool {
+		return metric(t, p, `hookinbox_attempts_total{endpoint="queue",result="failed"}`) == 2
+	})
 
 	var list []receiptJSON
 	if err := json.Unmarshal([]byte(mustRun(t, b.env, "events", "list", "--needs-review", "--json", "--config", b.config)), &list); err != nil {
@@ -297,7 +299,7 @@ func TestCleanup_DryRunCountsAndShortRetentionIsRefused(t *testing.T) {
 	b.send(t, p, "/webhooks/stripe", "--repeat", "1", "--type", "invoice.created,invoice.paid,customer.created")
 	// Two of them were processed 100 hours ago.
 	if _, err := b.db.Pool.Exec(context.Background(), `
-UPDATE webhook_inbox SET received_at = now() - interval '100 hours', processed_at = now() - interval '100 hours'
+UPDATE hookinbox_inbox SET received_at = now() - interval '100 hours', processed_at = now() - interval '100 hours'
  WHERE event_type <> 'customer.created'`); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +308,7 @@ UPDATE webhook_inbox SET received_at = now() - interval '100 hours', processed_a
 	if !strings.Contains(out, "would delete 2 processed receipts older than 96h") {
 		t.Errorf("cleanup --dry-run printed %q", out)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 3 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 3 {
 		t.Errorf("receipts after a dry run = %d, want 3", n)
 	}
 
@@ -314,7 +316,7 @@ UPDATE webhook_inbox SET received_at = now() - interval '100 hours', processed_a
 	if r.code != 2 || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("cleanup under the retry window: exit %d, %q", r.code, r.stderr)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 3 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 3 {
 		t.Errorf("receipts after a refused cleanup = %d, want 3", n)
 	}
 	out = mustRun(t, b.env, "cleanup", "--older-than", "1h", "--force", "--dry-run", "--config", b.config)
@@ -326,7 +328,7 @@ UPDATE webhook_inbox SET received_at = now() - interval '100 hours', processed_a
 	if !strings.Contains(out, "deleted 2 processed receipts") {
 		t.Errorf("cleanup printed %q", out)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_inbox`); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 1 {
 		t.Errorf("receipts after cleanup = %d, want 1", n)
 	}
 }
@@ -392,7 +394,7 @@ func TestServe_SigtermDuringBurstLosesNothingAcknowledged(t *testing.T) {
 	}
 	for id := range acked {
 		invoice := strings.Replace(id, "evt_", "in_", 1)
-		if n := b.count(t, `SELECT count(*) FROM webhook_inbox WHERE event_id = $1 AND processed_at IS NOT NULL`, id); n != 1 {
+		if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = $1 AND processed_at IS NOT NULL`, id); n != 1 {
 			t.Errorf("acknowledged %s has %d processed receipts, want 1", id, n)
 		}
 		if n := b.count(t, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1`, invoice); n != 1 {
@@ -476,7 +478,7 @@ endpoints:
 `, dbURL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, env, "migrate", "--database-url", dbURL)
+	mustRun(t, env, "migrate", "--config", config)
 	p := startServe(t, env, "--config", config)
 	for _, tt := range []struct {
 		path string

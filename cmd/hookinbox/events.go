@@ -32,25 +32,20 @@ type receiptJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
-// state is what an operator needs to know of a receipt: processed or ignored (done),
-// pending (workers will retry it), or needs_review (workers gave up).
-func state(r *hookinbox.Receipt, maxAttempts int) string {
-	switch {
-	case r.ProcessedAt != nil && r.Outcome != "":
-		return r.Outcome
-	case r.ProcessedAt != nil:
-		return string(hookinbox.OutcomeProcessed)
-	case r.Attempts >= maxAttempts:
-		return "needs_review"
-	default:
-		return "pending"
+// state is what an operator needs to know of a receipt, from its stored state:
+// processed or ignored (done, by its outcome), pending (workers will retry it),
+// needs_review (workers gave up) or discarded.
+func state(r *hookinbox.Receipt) string {
+	if r.State == hookinbox.StateProcessed && r.Outcome != "" {
+		return string(r.Outcome)
 	}
+	return string(r.State)
 }
 
-func newReceiptJSON(r *hookinbox.Receipt, maxAttempts int, withPayload bool) receiptJSON {
+func newReceiptJSON(r *hookinbox.Receipt, withPayload bool) receiptJSON {
 	out := receiptJSON{
 		Provider: r.Provider, Endpoint: r.Endpoint, EventID: r.EventID, EventType: r.EventType,
-		State: state(r, maxAttempts), Outcome: r.Outcome, Attempts: r.Attempts, LastError: r.LastError,
+		State: state(r), Outcome: string(r.Outcome), Attempts: r.Attempts, LastError: r.LastError,
 		ReceivedAt: r.ReceivedAt, AvailableAt: r.AvailableAt, ProcessedAt: r.ProcessedAt,
 	}
 	if withPayload {
@@ -58,8 +53,6 @@ func newReceiptJSON(r *hookinbox.Receipt, maxAttempts int, withPayload bool) rec
 	}
 	return out
 }
-
-func maxAttempts(cfg *config.Config) int { return cfg.Worker.WithDefaults().MaxAttempts }
 
 func (a *app) eventsCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -69,8 +62,10 @@ func (a *app) eventsCommand() *cobra.Command {
 make unprocessed ones available to the workers again.
 
 A receipt is identified by PROVIDER ENDPOINT EVENT_ID, as "events list" prints them.
-Needs review means a receipt used every attempt (worker.max_attempts in the config,
-default 10); pass the same --config as serve so that the count agrees.`,
+Each receipt stores its state: pending, processed (or ignored: no handler for its
+type), needs_review (it used every attempt its worker allowed, worker.max_attempts)
+or discarded. Every command reads the stored state, so it agrees with every running
+serve whatever configuration it was started with.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return usagef("events needs a command: list, show or retry; see hookinbox events --help")
@@ -99,18 +94,17 @@ func (a *app) eventsListCommand() *cobra.Command {
 			if limit < 1 {
 				return usagef("--limit must be at least 1")
 			}
-			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
-				list, err := b.Inbox.ListReceipts(cmd.Context(), hookinbox.ListParams{
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
+				list, err := b.Operator.ListReceipts(cmd.Context(), hookinbox.ListParams{
 					Endpoint: endpoint, NeedsReview: needsReview, Unprocessed: unprocessed, Limit: limit,
 				})
 				if err != nil {
 					return fmt.Errorf("error listing receipts: %w", err)
 				}
-				maxAtt := maxAttempts(cfg)
 				if asJSON {
 					out := make([]receiptJSON, 0, len(list))
 					for _, r := range list {
-						out = append(out, newReceiptJSON(r, maxAtt, false))
+						out = append(out, newReceiptJSON(r, false))
 					}
 					return json.NewEncoder(a.stdout).Encode(out)
 				}
@@ -118,7 +112,7 @@ func (a *app) eventsListCommand() *cobra.Command {
 				fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tENDPOINT\tEVENT_ID\tTYPE\tSTATE\tATTEMPTS\tLAST_ERROR")
 				for _, r := range list {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ReceivedAt.Local().Format(time.DateTime),
-						r.Provider, r.Endpoint, r.EventID, r.EventType, state(r, maxAtt), r.Attempts, truncate(r.LastError, 60))
+						r.Provider, r.Endpoint, r.EventID, r.EventType, state(r), r.Attempts, truncate(r.LastError, 60))
 				}
 				return tw.Flush()
 			})
@@ -146,15 +140,15 @@ func (a *app) eventsShowCommand() *cobra.Command {
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
-			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
-				r, err := b.Inbox.GetReceipt(cmd.Context(), key)
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
+				r, err := b.Operator.GetReceipt(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("error reading receipt: %w", err)
 				}
 				if r == nil {
 					return fmt.Errorf("no receipt %s %s %s", key.Provider, key.Endpoint, key.EventID)
 				}
-				rj := newReceiptJSON(r, maxAttempts(cfg), true)
+				rj := newReceiptJSON(r, true)
 				if asJSON {
 					return json.NewEncoder(a.stdout).Encode(rj)
 				}
@@ -220,7 +214,7 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				if allNeedsReview {
-					n, err := b.Inbox.RetryNeedsReview(cmd.Context())
+					n, err := b.Operator.RetryNeedsReview(cmd.Context())
 					if err != nil {
 						return fmt.Errorf("error retrying receipts that need review: %w", err)
 					}
@@ -228,7 +222,7 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 					return nil
 				}
 				key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
-				ok, err := b.Inbox.Retry(cmd.Context(), key)
+				ok, err := b.Operator.Retry(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("error retrying receipt: %w", err)
 				}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/outbox"
@@ -39,25 +38,15 @@ type sourceJSON struct {
 	EventID  string `json:"event_id"`
 }
 
-// outboxState is published, pending (the dispatcher will deliver or retry it, if it
-// has a sink for its destination), or needs_review (it used every attempt).
-func outboxState(m *driver.OutboxMessage, maxAttempts int) string {
-	switch {
-	case m.PublishedAt != nil:
-		return "published"
-	case m.Attempts >= maxAttempts:
-		return "needs_review"
-	default:
-		return "pending"
-	}
-}
-
-func newOutboxMessageJSON(m *driver.OutboxMessage, maxAttempts int) outboxMessageJSON {
+// newOutboxMessageJSON prints the message's stored state: published, pending (the
+// dispatcher will deliver or retry it, if it has a sink for its destination),
+// needs_review (it used every attempt) or discarded.
+func newOutboxMessageJSON(m *outbox.Record) outboxMessageJSON {
 	return outboxMessageJSON{
 		ID: m.ID, Destination: m.Destination, EventType: m.EventType,
 		AggregateType: m.AggregateType, AggregateID: m.AggregateID,
 		Source:      sourceJSON{Provider: m.Source.Provider, Endpoint: m.Source.Endpoint, EventID: m.Source.EventID},
-		State:       outboxState(m, maxAttempts),
+		State:       string(m.State),
 		Attempts:    m.Attempts,
 		LastError:   m.LastError,
 		CreatedAt:   m.CreatedAt,
@@ -74,9 +63,10 @@ serve's dispatcher. Each forwarded event is one message, with destination
 "endpoint:<name>"; the billing handler writes messages without a destination, which
 go to outbox.sink, or stay pending when it is not configured.
 
-A message is identified by its ID, as "outbox list" prints it. Needs review means a
-message used every delivery attempt (outbox.max_attempts in the config, default 20);
-pass the same --config as serve so that the count agrees.`,
+A message is identified by its ID, as "outbox list" prints it. Each message stores its
+state: pending, published, needs_review (it used every delivery attempt its
+dispatcher allowed, outbox.max_attempts) or discarded, so every command agrees with
+every running serve.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return usagef("outbox needs a command: list or retry; see hookinbox outbox --help")
@@ -107,16 +97,15 @@ error. Payloads are not printed.`,
 			if limit < 1 {
 				return usagef("--limit must be at least 1")
 			}
-			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				list, err := b.Outbox.List(cmd.Context(), outbox.ListParams{NeedsReview: needsReview, Pending: pending, Limit: limit})
 				if err != nil {
 					return fmt.Errorf("error listing outbox messages: %w", err)
 				}
-				maxAtt := cfg.Outbox.MaxAttempts
 				if asJSON {
 					out := make([]outboxMessageJSON, 0, len(list))
 					for _, m := range list {
-						out = append(out, newOutboxMessageJSON(m, maxAtt))
+						out = append(out, newOutboxMessageJSON(m))
 					}
 					return json.NewEncoder(a.stdout).Encode(out)
 				}
@@ -129,7 +118,7 @@ error. Payloads are not printed.`,
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s %s %s\t%s\t%d\t%s\n", m.ID, m.CreatedAt.Local().Format(time.DateTime),
 						dest, m.EventType, m.Source.Provider, m.Source.Endpoint, m.Source.EventID,
-						outboxState(m, maxAtt), m.Attempts, truncate(m.LastError, 60))
+						string(m.State), m.Attempts, truncate(m.LastError, 60))
 				}
 				return tw.Flush()
 			})

@@ -179,13 +179,20 @@ func logDatabase(db config.Database, logger *slog.Logger) {
 // down, nothing fixes a file serve cannot write by waiting.
 func migrateSQLite(ctx context.Context, backend *server.Backend, logger *slog.Logger) error {
 	path := backend.Database.Path
-	before, after, err := backend.Migrate(ctx)
+	done, err := backend.Migrate(ctx)
 	if err != nil {
 		return fmt.Errorf("error migrating %s: %w", path, err)
 	}
-	if after != before {
-		logger.Info(fmt.Sprintf("hookinbox: migrated %s to schema version %d", path, after),
-			"path", path, "from_version", before, "to_version", after)
+	for _, m := range done {
+		if m.To == m.From {
+			continue
+		}
+		what := "schema"
+		if m.Line != "hookinbox" {
+			what = m.Line + " schema"
+		}
+		logger.Info(fmt.Sprintf("hookinbox: migrated %s to %s version %d", path, what, m.To),
+			"path", path, "line", m.Line, "from_version", m.From, "to_version", m.To)
 	}
 	return nil
 }

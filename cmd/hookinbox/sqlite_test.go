@@ -169,14 +169,16 @@ func TestDatabaseURL_SQLiteForMigrateServeAndStatus(t *testing.T) {
 	dbURL := "sqlite:" + path
 	env := sqliteEnv(t)
 
-	if out := mustRunIn(t, work, env, "migrate", "--database-url", dbURL); !regexp.MustCompile(`^schema migrated from version 0 to \d+ in sqlite:` + regexp.QuoteMeta(path) + "\n$").MatchString(out) {
+	// The config's billing endpoint brings billing's migration line along.
+	config := writeConfig(t, t.TempDir(), sqliteConfig)
+	in := regexp.QuoteMeta(" in sqlite:" + path)
+	if out := mustRunIn(t, work, env, "migrate", "--database-url", dbURL, "--config", config); !regexp.MustCompile(`^schema migrated from version 0 to \d+` + in + "\nbilling schema migrated from version 0 to 1" + in + "\n$").MatchString(out) {
 		t.Errorf("migrate printed %q", out)
 	}
-	if out := mustRunIn(t, work, env, "migrate", "--database-url", dbURL); !strings.HasPrefix(out, "schema already current") {
+	if out := mustRunIn(t, work, env, "migrate", "--database-url", dbURL, "--config", config); !strings.HasPrefix(out, "schema already current") || !strings.Contains(out, "billing schema already current") {
 		t.Errorf("migrate again printed %q", out)
 	}
 
-	config := writeConfig(t, t.TempDir(), sqliteConfig)
 	p := startServeIn(t, work, env, "--config", config, "--database-url", dbURL)
 	if logs := p.Logs(); strings.Contains(logs, "hookinbox: migrated") || !strings.Contains(logs, `"from":"--database-url"`) {
 		t.Errorf("serve on a migrated file: a migration line, or no database line:\n%s", logs)
@@ -241,7 +243,7 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 			t.Errorf("%s was answered %q in the first burst, want processed", id, outcome)
 		}
 		invoice := strings.Replace(id, "evt_", "in_", 1)
-		if n := countSQLite(t, db, `SELECT count(*) FROM webhook_inbox WHERE event_id = ? AND processed_at IS NOT NULL`, id); n != 1 {
+		if n := countSQLite(t, db, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = ? AND processed_at IS NOT NULL`, id); n != 1 {
 			t.Errorf("acknowledged %s has %d processed receipts, want 1", id, n)
 		}
 		if n := countSQLite(t, db, `SELECT count(*) FROM ledger_entries WHERE invoice_id = ?`, invoice); n != 1 {
@@ -273,7 +275,7 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 	if n := countSQLite(t, db, `SELECT count(*) FROM ledger_entries`); n != total {
 		t.Errorf("ledger rows = %d, want exactly %d", n, total)
 	}
-	if n := countSQLite(t, db, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NOT NULL`); n != total {
+	if n := countSQLite(t, db, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NOT NULL`); n != total {
 		t.Errorf("processed receipts = %d, want %d", n, total)
 	}
 	t.Logf("%d of %d acknowledged before SIGKILL; %d committed but unanswered", len(acked), total, committedUnanswered)

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/outbox"
 )
 
 // statusJSON is status --json's document. Field names are part of the CLI's contract.
@@ -30,7 +30,7 @@ type outboxStatusJSON struct {
 	NeedsReview             int64   `json:"needs_review"`
 }
 
-func newStatusJSON(s *hookinbox.Stats, o *driver.OutboxStats) statusJSON {
+func newStatusJSON(s *hookinbox.Stats, o *outbox.Stats) statusJSON {
 	out := statusJSON{
 		Unprocessed:                 s.Unprocessed,
 		OldestUnprocessedAgeSeconds: s.OldestUnprocessedAge.Seconds(),
@@ -67,8 +67,9 @@ func (a *app) statusCommand() *cobra.Command {
   outbox oldest pending  how long the oldest undelivered message has waited
   outbox needs review    messages that used every delivery attempt
 
-Needs review counts receipts at worker.max_attempts from the config (default 10)
-and outbox messages at outbox.max_attempts (default 20).
+Needs review counts the receipts and messages whose stored state is needs_review:
+they used every attempt their worker (worker.max_attempts) or dispatcher
+(outbox.max_attempts) allowed.
 With --json the figures are one JSON object:
   {"unprocessed":0,"oldest_unprocessed_age_seconds":0,"needs_review":0,
    "received_last_hour":{"invoice.paid":2},
@@ -78,7 +79,7 @@ With --json the figures are one JSON object:
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
-				s, err := b.Inbox.Stats(cmd.Context())
+				s, err := b.Operator.Stats(cmd.Context())
 				if err != nil {
 					return fmt.Errorf("error reading status: %w", err)
 				}
@@ -98,7 +99,7 @@ With --json the figures are one JSON object:
 	return cmd
 }
 
-func (a *app) printStatus(s *hookinbox.Stats, o *driver.OutboxStats) error {
+func (a *app) printStatus(s *hookinbox.Stats, o *outbox.Stats) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "unprocessed\t%d\n", s.Unprocessed)
 	fmt.Fprintf(tw, "oldest unprocessed\t%s\n", s.OldestUnprocessedAge.Round(time.Second))

@@ -22,6 +22,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRow(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
+		p.MaxAttempts,
 	).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -48,11 +49,16 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outco
 }
 
 func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
-	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts))
-	if err != nil {
-		return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+	for {
+		r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts))
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+		}
+		// A row put to review by this claim is committed as such; look for the next.
+		if r == nil || r.State == driver.StatePending {
+			return r, nil
+		}
 	}
-	return r, nil
 }
 
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
@@ -71,7 +77,7 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 }
 
 func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
-	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.MaxAttempts, p.Limit)
+	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
@@ -93,7 +99,7 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
 	var oldest float64
-	if err := e.db.QueryRow(ctx, sqlInboxStats, p.MaxAttempts).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	if err := e.db.QueryRow(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = time.Duration(oldest * float64(time.Second))
@@ -120,7 +126,7 @@ func (e *executor) InboxRetry(ctx context.Context, p *driver.InboxRetryParams) (
 		tag, e2 := e.db.Exec(ctx, sqlInboxRetryOne, p.Key.Provider, p.Key.Endpoint, p.Key.EventID)
 		n, err = tag.RowsAffected(), e2
 	case p.NeedsReview:
-		tag, e2 := e.db.Exec(ctx, sqlInboxRetryNeedsReview, p.MaxAttempts)
+		tag, e2 := e.db.Exec(ctx, sqlInboxRetryNeedsReview)
 		n, err = tag.RowsAffected(), e2
 	default:
 		return 0, errors.New("retry needs a key or NeedsReview")
@@ -170,7 +176,8 @@ func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duratio
 func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
 	var r driver.Receipt
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
-		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.LastError, &r.ProcessedAt, &r.Outcome)
+		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
+		&r.Outcome, &r.State)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

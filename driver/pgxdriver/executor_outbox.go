@@ -20,7 +20,14 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 	}
-	return msgs, nil
+	// Messages this claim put to review are committed as such and not delivered.
+	claimed := msgs[:0]
+	for _, m := range msgs {
+		if m.State == driver.StatePending {
+			claimed = append(claimed, m)
+		}
+	}
+	return claimed, nil
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
@@ -39,7 +46,7 @@ func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFail
 }
 
 func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*driver.OutboxMessage, error) {
-	rows, err := e.db.Query(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.MaxAttempts, p.Limit)
+	rows, err := e.db.Query(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing outbox messages: %w", err))
 	}
@@ -50,10 +57,10 @@ func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) (
 	return msgs, nil
 }
 
-func (e *executor) OutboxStats(ctx context.Context, maxAttempts int) (*driver.OutboxStats, error) {
+func (e *executor) OutboxStats(ctx context.Context) (*driver.OutboxStats, error) {
 	var s driver.OutboxStats
 	var oldest float64
-	if err := e.db.QueryRow(ctx, sqlOutboxStats, maxAttempts).Scan(&s.Pending, &oldest, &s.NeedsReview); err != nil {
+	if err := e.db.QueryRow(ctx, sqlOutboxStats).Scan(&s.Pending, &oldest, &s.NeedsReview); err != nil {
 		return nil, translate(fmt.Errorf("error reading outbox stats: %w", err))
 	}
 	s.OldestPendingAge = time.Duration(oldest * float64(time.Second))
@@ -68,7 +75,7 @@ func (e *executor) OutboxRetry(ctx context.Context, p *driver.OutboxRetryParams)
 		tag, err := e.db.Exec(ctx, sqlOutboxRetryOne, p.ID)
 		n, tagErr = tag.RowsAffected(), err
 	case p.NeedsReview:
-		tag, err := e.db.Exec(ctx, sqlOutboxRetryNeedsReview, p.MaxAttempts)
+		tag, err := e.db.Exec(ctx, sqlOutboxRetryNeedsReview)
 		n, tagErr = tag.RowsAffected(), err
 	default:
 		return 0, errors.New("outbox retry needs an id or NeedsReview")
@@ -119,6 +126,6 @@ func scanOutboxMessage(row pgx.CollectableRow) (*driver.OutboxMessage, error) {
 	var m driver.OutboxMessage
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &m.Payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&m.CreatedAt, &m.Attempts, &m.ClaimToken, &m.LastError, &m.PublishedAt)
+		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &m.PublishedAt, &m.State)
 	return &m, err
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -25,17 +24,9 @@ import (
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
-// Inbox is what the binary uses of a *hookinbox.Inbox, whatever its driver's
-// transaction type, so that commands do not depend on one database.
-type Inbox interface {
-	Migrate(ctx context.Context) error
-	Stats(ctx context.Context) (*hookinbox.Stats, error)
-	ListReceipts(ctx context.Context, params hookinbox.ListParams) ([]*hookinbox.Receipt, error)
-	GetReceipt(ctx context.Context, key hookinbox.Key) (*hookinbox.Receipt, error)
-	Retry(ctx context.Context, key hookinbox.Key) (bool, error)
-	RetryNeedsReview(ctx context.Context) (int, error)
-	Cleanup(ctx context.Context, params hookinbox.CleanupParams) (int, error)
-	MinRetention() time.Duration
+// Receiver is what serve uses of a *hookinbox.Inbox beside its operator functions:
+// the endpoints' HTTP handlers and the workers.
+type Receiver interface {
 	Endpoint(name string) http.Handler
 	Run(ctx context.Context) error
 }
@@ -43,7 +34,11 @@ type Inbox interface {
 // Backend is an inbox on an open database, with the configured handlers registered,
 // and the outbox's dispatcher.
 type Backend struct {
-	Inbox Inbox
+	// Inbox receives and processes.
+	Inbox Receiver
+
+	// Operator runs the inbox's operator functions (status, list, retry, cleanup).
+	Operator *hookinbox.Operator
 
 	// Outbox is the outbox's dispatcher, with cfg.Outbox's settings. Its operator
 	// functions (Stats, List, Retry, RetryNeedsReview) need no sink and always work;
@@ -53,9 +48,18 @@ type Backend struct {
 	// Database is the store the backend was opened on.
 	Database config.Database
 
-	sinks         *sinks
-	schemaVersion func(ctx context.Context) (applied, latest int, err error)
-	close         func()
+	sinks *sinks
+	// lines are the migration lines this configuration needs: hookinbox's own, and
+	// billing's when an endpoint uses the billing handlers.
+	lines []migrationLine
+	close func()
+}
+
+// migrationLine migrates one line of migrations and reads its version.
+type migrationLine struct {
+	name    string
+	migrate func(ctx context.Context) error
+	version func(ctx context.Context) (applied, latest int, err error)
 }
 
 // ErrUnsupportedDatabase is returned by Open for a database URL no driver handles.
@@ -98,7 +102,16 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, fmt.Errorf("error opening database pool: %w", err)
 		}
-		return newBackend(db, pgxdriver.New(pool), pool.Close, billing.Register, cfg, opts)
+		drv := pgxdriver.New(pool)
+		b, err := newBackend(db, drv, pool.Close, billing.Register, cfg, opts)
+		if err == nil && usesBilling(cfg) {
+			b.lines = append(b.lines, migrationLine{
+				name:    "billing",
+				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, pool) },
+				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, pool) },
+			})
+		}
+		return b, err
 	case config.DriverSQLite:
 		// SQLite's own message for this is "unable to open database file (14)".
 		if dir := filepath.Dir(db.Path); !isDir(dir) {
@@ -108,10 +121,29 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, err
 		}
-		return newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
+		b, err := newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
+		if err == nil && usesBilling(cfg) {
+			b.lines = append(b.lines, migrationLine{
+				name:    "billing",
+				migrate: func(ctx context.Context) error { return billing.MigrateSQLite(ctx, sdb) },
+				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersionSQLite(ctx, sdb) },
+			})
+		}
+		return b, err
 	default:
 		return nil, fmt.Errorf("%w: driver %q", ErrUnsupportedDatabase, db.Driver)
 	}
+}
+
+// usesBilling reports whether an endpoint of cfg uses the billing handlers, whose
+// tables are billing's own migration line.
+func usesBilling(cfg *config.Config) bool {
+	for _, ep := range cfg.Endpoints {
+		if ep.Handler == config.HandlerBilling {
+			return true
+		}
+	}
+	return false
 }
 
 func isDir(path string) bool {
@@ -125,7 +157,7 @@ func isDir(path string) bool {
 func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(),
 	registerBilling func(*hookinbox.Inbox[TTx], string), cfg *config.Config, opts OpenOptions,
 ) (*Backend, error) {
-	b := &Backend{Database: db, schemaVersion: drv.SchemaVersion}
+	b := &Backend{Database: db, lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
 	var err error
 	if opts.Dispatch {
 		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
@@ -160,6 +192,7 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 		// HandlerNone registers nothing: every event is recorded as ignored.
 	}
 	b.Inbox = inbox
+	b.Operator = inbox.Operator()
 	return b, nil
 }
 
@@ -211,40 +244,60 @@ func inboxConfig(cfg *config.Config, logger *slog.Logger, observer hookinbox.Obs
 // ErrSchemaNotCurrent means the database's schema is older than this binary's.
 var ErrSchemaNotCurrent = errors.New("database schema is not current")
 
-// SchemaVersion returns the newest applied migration and the newest one this binary
-// knows.
+// SchemaVersion returns hookinbox's newest applied migration and the newest one this
+// binary knows.
 func (b *Backend) SchemaVersion(ctx context.Context) (applied, latest int, err error) {
-	return b.schemaVersion(ctx)
+	return b.lines[0].version(ctx)
 }
 
-// CheckSchema returns nil when the schema is at least this binary's version, an error
-// wrapping ErrSchemaNotCurrent when it is older, or the database's error. A newer
-// schema is accepted: migrations are forward-only and additive, and during a rolling
-// deploy the old binary keeps working against the new schema.
+// CheckSchema returns nil when every migration line this configuration needs
+// (hookinbox's, and billing's when an endpoint uses it) is at least this binary's
+// version, an error wrapping ErrSchemaNotCurrent when one is older, or the database's
+// error. A newer schema is accepted: migrations are forward-only and additive, and
+// during a rolling deploy the old binary keeps working against the new schema.
 func (b *Backend) CheckSchema(ctx context.Context) error {
-	applied, latest, err := b.schemaVersion(ctx)
-	if err != nil {
-		return err
-	}
-	if applied < latest {
-		return fmt.Errorf("%w: version %d, this binary needs %d: run hookinbox migrate", ErrSchemaNotCurrent, applied, latest)
+	for _, l := range b.lines {
+		applied, latest, err := l.version(ctx)
+		if err != nil {
+			return err
+		}
+		if applied < latest {
+			if l.name == "hookinbox" {
+				return fmt.Errorf("%w: version %d, this binary needs %d: run hookinbox migrate", ErrSchemaNotCurrent, applied, latest)
+			}
+			return fmt.Errorf("%w: %s schema version %d, this binary needs %d: run hookinbox migrate", ErrSchemaNotCurrent, l.name, applied, latest)
+		}
 	}
 	return nil
 }
 
-// Migrate applies the migrations the database lacks and returns the schema version
-// before and after.
-func (b *Backend) Migrate(ctx context.Context) (before, after int, err error) {
-	if before, _, err = b.schemaVersion(ctx); err != nil {
-		return 0, 0, err
+// Migrated is what Migrate did to one migration line.
+type Migrated struct {
+	// Line is "hookinbox" or a domain's name ("billing").
+	Line     string
+	From, To int
+}
+
+// Migrate applies the migrations the database lacks, hookinbox's first and then
+// those of the domains the configuration uses (billing), and returns each line's
+// versions before and after, hookinbox's first.
+func (b *Backend) Migrate(ctx context.Context) ([]Migrated, error) {
+	var done []Migrated
+	for _, l := range b.lines {
+		from, _, err := l.version(ctx)
+		if err != nil {
+			return done, err
+		}
+		if err := l.migrate(ctx); err != nil {
+			return done, err
+		}
+		to, _, err := l.version(ctx)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, Migrated{Line: l.name, From: from, To: to})
 	}
-	if err := b.Inbox.Migrate(ctx); err != nil {
-		return before, 0, err
-	}
-	if after, _, err = b.schemaVersion(ctx); err != nil {
-		return before, 0, err
-	}
-	return before, after, nil
+	return done, nil
 }
 
 // Close releases the database connections, waiting for connections in use, and the

@@ -69,13 +69,14 @@ func TestReadyz_NotReadyUntilMigrated(t *testing.T) {
 				t.Errorf("CheckSchema before migrate = %v", err)
 			}
 
-			before, after, err := b.Migrate(context.Background())
+			done, err := b.Migrate(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if before != 0 || after == 0 {
-				t.Errorf("Migrate = %d, %d, want 0 and the latest version", before, after)
+			if len(done) == 0 || done[0].Line != "hookinbox" || done[0].From != 0 || done[0].To == 0 {
+				t.Errorf("Migrate = %+v, want hookinbox's from 0 to the latest version", done)
 			}
+			after := done[0].To
 			code, body = readyz(t, b)
 			if code != 200 || body["status"] != "ready" || body["schema_version"] != body["schema_latest"] {
 				t.Errorf("/readyz after migrate = %d %v, want 200 ready", code, body)
@@ -83,8 +84,8 @@ func TestReadyz_NotReadyUntilMigrated(t *testing.T) {
 			if err := b.CheckSchema(context.Background()); err != nil {
 				t.Errorf("CheckSchema after migrate = %v", err)
 			}
-			if again, _, err := b.Migrate(context.Background()); err != nil || again != after {
-				t.Errorf("Migrate again = %d, %v, want %d, nil", again, err, after)
+			if again, err := b.Migrate(context.Background()); err != nil || again[0].From != after || again[0].To != after {
+				t.Errorf("Migrate again = %+v, %v, want %d to %d", again, err, after, after)
 			}
 		})
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/outbox"
 )
 
 // OutboxDelivery counts one outbox delivery attempt (outbox.Config.ObserveFunc).
@@ -24,8 +24,8 @@ func (m *Metrics) OutboxDuplicate(sink string) {
 
 // CollectOutboxStats exports the outbox's figures, read with stats at scrape time
 // like CollectStats.
-func (m *Metrics) CollectOutboxStats(stats func(context.Context) (*driver.OutboxStats, error), cacheFor, timeout time.Duration, logger *slog.Logger) {
-	m.registry.MustRegister(&outboxStatsCollector{read: cachedRead[*driver.OutboxStats]{
+func (m *Metrics) CollectOutboxStats(stats func(context.Context) (*outbox.Stats, error), cacheFor, timeout time.Duration, logger *slog.Logger) {
+	m.registry.MustRegister(&outboxStatsCollector{read: cachedRead[*outbox.Stats]{
 		read: stats, what: "outbox stats", cacheFor: cacheFor, timeout: timeout, logger: logger,
 	}})
 }
@@ -43,7 +43,7 @@ var (
 
 // outboxStatsCollector exports Dispatcher.Stats when scraped.
 type outboxStatsCollector struct {
-	read cachedRead[*driver.OutboxStats]
+	read cachedRead[*outbox.Stats]
 }
 
 func (c *outboxStatsCollector) Describe(ch chan<- *prometheus.Desc) {

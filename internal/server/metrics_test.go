@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver"
 )
 
 func scrape(t *testing.T, m *Metrics) string {
@@ -67,7 +66,7 @@ func TestMetrics_StatsAreReadAtScrapeAndCached(t *testing.T) {
 		reads.Add(1)
 		return &hookinbox.Stats{
 			Unprocessed: 3, OldestUnprocessedAge: 90 * time.Second, NeedsReview: 1,
-			ReceivedLastHour: []driver.TypeCount{{EventType: "invoice.paid", Count: 7}},
+			ReceivedLastHour: []hookinbox.TypeCount{{EventType: "invoice.paid", Count: 7}},
 		}, nil
 	}, time.Hour, time.Second, discardLogger())
 

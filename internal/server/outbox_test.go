@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/outbox"
 )
 
 func TestMetrics_CountOutboxDeliveriesAndDuplicates(t *testing.T) {
@@ -38,9 +38,9 @@ func TestMetrics_OutboxStatsAreReadAtScrape(t *testing.T) {
 	t.Parallel()
 	var reads atomic.Int32
 	m := NewMetrics()
-	m.CollectOutboxStats(func(context.Context) (*driver.OutboxStats, error) {
+	m.CollectOutboxStats(func(context.Context) (*outbox.Stats, error) {
 		reads.Add(1)
-		return &driver.OutboxStats{Pending: 4, OldestPendingAge: 30 * time.Second, NeedsReview: 2}, nil
+		return &outbox.Stats{Pending: 4, OldestPendingAge: 30 * time.Second, NeedsReview: 2}, nil
 	}, time.Hour, time.Second, discardLogger())
 
 	body := scrape(t, m)

@@ -50,7 +50,7 @@ type Server struct {
 // New returns a server for cfg on backend. metrics must be the Observer the backend's
 // inbox was opened with.
 func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Logger) *Server {
-	metrics.CollectStats(backend.Inbox.Stats, statsCacheFor, statsTimeout, logger)
+	metrics.CollectStats(backend.Operator.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
 	mux := http.NewServeMux()
 	for _, ep := range cfg.Endpoints {

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"sync"
 	"testing"
@@ -153,4 +154,52 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// NewSchemaURL creates a fresh schema and returns a database URL whose connections use
+// it as their search_path, for code that takes a URL and has no testing.TB: the
+// packages' runnable examples read it from DATABASE_URL, as a service would. drop
+// removes the schema.
+func NewSchemaURL() (url string, drop func(), err error) {
+	a, err := adminPool()
+	if err != nil {
+		return "", nil, fmt.Errorf("PostgreSQL is not reachable at %s: %w", URL(), err)
+	}
+	schema := "hi_" + randomHex(6)
+	if _, err := a.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, fmt.Errorf("error creating example schema: %w", err)
+	}
+	cfg, err := neturl.Parse(URL())
+	if err != nil {
+		return "", nil, err
+	}
+	q := cfg.Query()
+	q.Set("search_path", schema)
+	q.Set("application_name", schema)
+	cfg.RawQuery = q.Encode()
+	drop = func() {
+		if os.Getenv("HOOKINBOX_KEEP_TEST_SCHEMA") == "" {
+			_, _ = a.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		}
+	}
+	return cfg.String(), drop, nil
+}
+
+// RunWithDatabaseURL runs m with DATABASE_URL set to a fresh schema's URL (see
+// NewSchemaURL), and drops the schema afterwards: a TestMain for packages whose
+// examples connect as a service does. It never uses a DATABASE_URL the environment
+// already had.
+func RunWithDatabaseURL(m *testing.M) int {
+	url, drop, err := NewSchemaURL()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, `Start PostgreSQL (see README, "Running the tests"), or point TEST_DATABASE_URL at a server you may create schemas on.`)
+		return 1
+	}
+	defer drop()
+	if err := os.Setenv("DATABASE_URL", url); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }
