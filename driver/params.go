@@ -1,6 +1,9 @@
 package driver
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Key identifies a receipt: the primary key of hookinbox_inbox. The endpoint is part of it
 // so that two endpoints receiving the same event each process it.
@@ -220,4 +223,17 @@ type EffectClaim struct {
 	Result []byte
 	// LeaseUntil is when another caller's lease ends, when neither of the above.
 	LeaseUntil time.Time
+}
+
+// ErrNoAttemptLimit is returned by a claim without a positive MaxAttempts: with none,
+// every row it picked would count as having used all its attempts.
+var ErrNoAttemptLimit = errors.New("a claim needs MaxAttempts of at least 1")
+
+// AttemptLimit is the max_attempts value to store for limit: nil (unknown, never
+// reached) unless limit is positive.
+func AttemptLimit(limit int) *int {
+	if limit < 1 {
+		return nil
+	}
+	return &limit
 }

@@ -22,7 +22,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRow(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		p.MaxAttempts,
+		driver.AttemptLimit(p.MaxAttempts),
 	).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -49,6 +49,9 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outco
 }
 
 func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	if p.MaxAttempts < 1 {
+		return nil, driver.ErrNoAttemptLimit
+	}
 	for {
 		r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts))
 		if err != nil {

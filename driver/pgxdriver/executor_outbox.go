@@ -12,22 +12,36 @@ import (
 )
 
 func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
-	rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
-	if err != nil {
-		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
+	if p.MaxAttempts < 1 {
+		return nil, driver.ErrNoAttemptLimit
 	}
-	msgs, err := pgx.CollectRows(rows, scanOutboxMessage)
-	if err != nil {
-		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
+	for {
+		rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
+		}
+		msgs, err := pgx.CollectRows(rows, scanOutboxMessage)
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
+		}
+		// Messages this claim put to review are committed as such and not delivered; a
+		// claim that found only those looks again, so that a short batch still means
+		// nothing else is available.
+		claimed := pendingOnly(msgs)
+		if len(claimed) > 0 || len(msgs) == 0 {
+			return claimed, nil
+		}
 	}
-	// Messages this claim put to review are committed as such and not delivered.
+}
+
+func pendingOnly(msgs []*driver.OutboxMessage) []*driver.OutboxMessage {
 	claimed := msgs[:0]
 	for _, m := range msgs {
 		if m.State == driver.StatePending {
 			claimed = append(claimed, m)
 		}
 	}
-	return claimed, nil
+	return claimed
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {

@@ -44,7 +44,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		p.MaxAttempts,
+		driver.AttemptLimit(p.MaxAttempts),
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -71,6 +71,9 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outco
 }
 
 func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	if p.MaxAttempts < 1 {
+		return nil, driver.ErrNoAttemptLimit
+	}
 	endpoints, err := jsonList(p.Endpoints)
 	if err != nil {
 		return nil, err

@@ -14,12 +14,35 @@ import (
 // counter, then the counter moves past them, so no later claim reuses a token. Messages
 // the claim put to review are committed as such and not returned.
 func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
+	if p.MaxAttempts < 1 {
+		return nil, driver.ErrNoAttemptLimit
+	}
 	destinations, err := jsonList(p.Destinations)
 	if err != nil {
 		return nil, err
 	}
+	for {
+		msgs, err := e.outboxClaimOnce(ctx, p, destinations)
+		if err != nil {
+			return nil, err
+		}
+		// A claim that found only messages to put to review looks again, so that a
+		// short batch still means nothing else is available.
+		claimed := msgs[:0]
+		for _, m := range msgs {
+			if m.State == driver.StatePending {
+				claimed = append(claimed, m)
+			}
+		}
+		if len(claimed) > 0 || len(msgs) == 0 {
+			return claimed, nil
+		}
+	}
+}
+
+func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams, destinations string) ([]*driver.OutboxMessage, error) {
 	var msgs []*driver.OutboxMessage
-	err = e.inTx(ctx, func(q dbtx) error {
+	err := e.inTx(ctx, func(q dbtx) error {
 		rows, err := q.QueryContext(ctx, sqlOutboxClaim, p.Limit, p.Lease.Microseconds(), p.MaxAttempts, destinations)
 		if err != nil {
 			return err
@@ -40,13 +63,7 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 	}
-	claimed := msgs[:0]
-	for _, m := range msgs {
-		if m.State == driver.StatePending {
-			claimed = append(claimed, m)
-		}
-	}
-	return claimed, nil
+	return msgs, nil
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
