@@ -1,11 +1,15 @@
 package hookinbox_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 )
 
 func TestStats_CountsUnprocessedAndRecentByType(t *testing.T) {
@@ -78,4 +82,57 @@ func TestCleanup_RetentionDryRunAndBatches(t *testing.T) {
 	if n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: time.Hour, Force: true}); err != nil || n != 0 {
 		t.Fatalf("forced short retention: %d, %v", n, err)
 	}
+}
+
+// Needs review is the row's stored state: an Operator built with no configuration (a
+// CLI started without serve's config file) agrees with the worker whose limit put the
+// receipt there.
+func TestState_OperatorWithoutConfigAgreesWithTheWorker(t *testing.T) {
+	t.Parallel()
+	b, op := scenarioWorkerLimitTwo(t)
+	s, err := op.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NeedsReview != 1 {
+		t.Fatalf("needs review seen without the worker's config: %d, want 1", s.NeedsReview)
+	}
+	list, err := op.ListReceipts(b.ctx, hookinbox.ListParams{NeedsReview: true})
+	if err != nil || len(list) != 1 || list[0].State != hookinbox.StateNeedsReview || list[0].MaxAttempts != 2 {
+		t.Fatalf("needs review list %+v, %v", list, err)
+	}
+}
+
+// The broken variant: needs review computed from the reader's own limit (the default
+// 10, in a CLI without serve's config), as before each row stored its state.
+func TestBrokenNeedsReviewFromReaderConfig_Disagrees(t *testing.T) {
+	t.Parallel()
+	b, _ := scenarioWorkerLimitTwo(t)
+	readerLimit := hookinbox.WorkerConfig{}.WithDefaults().MaxAttempts
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL AND attempts >= $1`, readerLimit); n != 0 {
+		t.Fatalf("the reader's limit counted %d, want 0: the broken variant should miss the receipt", n)
+	}
+}
+
+// scenarioWorkerLimitTwo has a worker with MaxAttempts 2 fail a receipt twice.
+func scenarioWorkerLimitTwo(t *testing.T) (*testBundle, *hookinbox.Operator) {
+	b := setup(t, setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{MaxAttempts: 2}})
+	b.inbox.Handle(epAsync, "invoice.paid", func(context.Context, pgx.Tx, hookinbox.Event) error {
+		return errors.New("downstream refused")
+	})
+	b.receive(t, invoiceEvent(epAsync, "evt_1", "invoice.paid", "in_1", 100))
+	for range 2 {
+		r := b.claim(t)
+		if r == nil {
+			t.Fatal("claim found nothing")
+		}
+		if err := b.inbox.ProcessClaimedForTest(b.ctx, r); err == nil {
+			t.Fatal("processing succeeded, want the handler's failure")
+		}
+		b.expireLeases(t)
+	}
+	if r := b.claim(t); r != nil {
+		t.Fatalf("a third claim took %+v past the limit", r)
+	}
+	return b, hookinbox.NewOperator(pgxdriver.New(b.db.Pool).Executor(), nil)
 }

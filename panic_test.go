@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +105,28 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The broken variant: a handler called without the recover, on a worker's goroutine,
+// takes the whole process down (every endpoint, and again after each restart). The
+// child process runs it; the test sees it die.
+func TestBrokenHandlerWithoutRecover_TakesTheProcessDown(t *testing.T) {
+	if os.Getenv("HOOKINBOX_BROKEN_PANIC_CHILD") != "" {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = panicking(context.Background(), nil, hookinbox.Event{}) // no recover: as a worker without callHandler
+		}()
+		<-done
+		return // not reached: the panic ends the process
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenHandlerWithoutRecover_TakesTheProcessDown$")
+	cmd.Env = append(os.Environ(), "HOOKINBOX_BROKEN_PANIC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "panic: handler bug") {
+		t.Fatalf("the process without recover survived the panic (err %v):\n%s", err, out)
 	}
 }

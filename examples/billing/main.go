@@ -56,6 +56,10 @@ func run(logger *slog.Logger) error {
 	if err := inbox.Migrate(ctx); err != nil {
 		return err
 	}
+	// hookinbox creates only its own hookinbox_* tables; billing's are billing's.
+	if err := billing.Migrate(ctx, pool); err != nil {
+		return err
+	}
 	billing.Register(inbox, "billing")
 
 	mux := http.NewServeMux()
