@@ -23,12 +23,7 @@ func TestAdoption_ApplicationTablesOfTheSameNamesAreUntouched(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	mustExec := func(sql string) {
-		t.Helper()
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	mustExec := func(sql string) { t.Helper(); mustExecOn(t, db, sql) }
 	// The application's schema, as it was before hookinbox.
 	mustExec(`CREATE TABLE invoices (number bigint PRIMARY KEY, paid boolean NOT NULL DEFAULT false)`)
 	mustExec(`CREATE TABLE outbox (topic text NOT NULL, body text NOT NULL)`)
@@ -119,12 +114,7 @@ func TestAdoption_SchemaV2DatabaseKeepsAnsweringDuplicates(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	mustExec := func(sql string) {
-		t.Helper()
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	mustExec := func(sql string) { t.Helper(); mustExecOn(t, db, sql) }
 	mustExec(`CREATE TABLE hookinbox_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
 	for _, name := range []string{"001_inbox.sql", "002_outbox_dispatch.sql"} {
 		sql, err := os.ReadFile(filepath.Join("driver", "pgxdriver", "testdata", "schema_v2", name))
@@ -156,5 +146,12 @@ VALUES ('stripe', 'billing', 'evt_before_upgrade', 'invoice.paid', '{}', now(), 
 	}
 	if out, err := old.Receive(ctx, invoiceEvent(epBilling, "evt_after_upgrade", "invoice.paid", "in_2", 100)); err != nil || out != hookinbox.OutcomeProcessed {
 		t.Fatalf("a new event after the upgrade: %s, %v", out, err)
+	}
+}
+
+func mustExecOn(t *testing.T, db *testdb.DB, sql string) {
+	t.Helper()
+	if _, err := db.Pool.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }
