@@ -17,6 +17,10 @@ type Config struct {
 	// Worker configures the workers that process async and hybrid receipts.
 	Worker WorkerConfig
 
+	// Accept configures the group commit of receipts stored without processing (async
+	// endpoints, events with no handler).
+	Accept AcceptConfig
+
 	// Logger receives one line per delivery and per worker failure. Secrets and
 	// payloads are never logged.
 	//
@@ -56,6 +60,13 @@ type WorkerConfig struct {
 	// Defaults to 4.
 	Concurrency int
 
+	// BatchSize is the most receipts a worker claims in one statement and processes
+	// in one transaction. When one of them fails, the batch's transaction rolls back
+	// and each receipt is processed again in a transaction of its own.
+	//
+	// Defaults to 25.
+	BatchSize int
+
 	// Lease is how long a claimed receipt is hidden from other workers. A worker that
 	// dies mid-event leaves the receipt to be claimed again when it ends.
 	//
@@ -92,6 +103,9 @@ func (c WorkerConfig) WithDefaults() WorkerConfig {
 	if c.Concurrency == 0 {
 		c.Concurrency = 4
 	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 25
+	}
 	if c.Lease == 0 {
 		c.Lease = 2 * time.Minute
 	}
@@ -116,6 +130,8 @@ func (c WorkerConfig) validate() error {
 		return errors.New("worker concurrency must not be negative")
 	case c.Lease < 0:
 		return errors.New("worker lease must be positive")
+	case c.BatchSize < 1:
+		return errors.New("worker batch size must be at least 1")
 	case c.MaxAttempts < 1:
 		return errors.New("worker max attempts must be at least 1")
 	case c.StatementTimeout <= 0 || c.StatementTimeout >= c.Lease:

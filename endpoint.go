@@ -113,6 +113,9 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	case errors.Is(err, driver.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
 		d.fail(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable", err)
+	case errors.Is(err, ErrOverloaded):
+		w.Header().Set("Retry-After", "1")
+		d.fail(w, http.StatusServiceUnavailable, "overloaded", "too many deliveries in flight, retry later", err)
 	default:
 		d.fail(w, http.StatusInternalServerError, "error", "internal error", err)
 	}

@@ -10,13 +10,35 @@ import (
 
 var ErrAlreadyProcessed = errAlreadyProcessed
 
-// ClaimForTest claims one receipt of the given endpoints, as a worker does.
+// ClaimForTest claims one receipt of the given endpoints, as a worker with a batch
+// size of 1 does.
 func (i *Inbox[TTx]) ClaimForTest(ctx context.Context, endpoints ...string) (*driver.Receipt, error) {
-	return i.claim(ctx, endpoints)
+	rs, err := i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
+		Endpoints: endpoints, Limit: 1, Lease: i.worker.Lease, MaxAttempts: i.worker.MaxAttempts,
+	})
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
 }
+
+// AcceptQueuedForTest returns the number of receipts waiting for a group commit.
+func (i *Inbox[TTx]) AcceptQueuedForTest() int { return i.accepter.Queued() }
 
 // ProcessClaimedForTest processes a claimed receipt and records its failure, as a
 // worker does.
 func (i *Inbox[TTx]) ProcessClaimedForTest(ctx context.Context, r *driver.Receipt) error {
 	return i.processClaimed(ctx, r)
+}
+
+// ClaimBatchForTest claims up to limit receipts in one statement, as a worker does.
+func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints ...string) ([]*driver.Receipt, error) {
+	return i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
+		Endpoints: endpoints, Limit: limit, Lease: i.worker.Lease, MaxAttempts: i.worker.MaxAttempts,
+	})
+}
+
+// ProcessBatchForTest processes claimed receipts as a worker does.
+func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*driver.Receipt) {
+	i.processBatch(ctx, batch)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/internal/groupcommit"
 )
 
 // ErrUnknownEndpoint is returned for an endpoint name that is not configured.
@@ -30,6 +31,9 @@ type Inbox[TTx any] struct {
 	// wake announces new pending receipts to this process's workers, so they do not
 	// wait for their next poll. It never blocks a receiver.
 	wake chan struct{}
+
+	// accepter commits the receipts of async endpoints and ignored events in batches.
+	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
 }
 
 type endpoint struct {
@@ -66,6 +70,11 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
+	accept := config.Accept.withDefaults(d.Name())
+	if err := accept.validate(); err != nil {
+		return nil, fmt.Errorf("hookinbox: %w", err)
+	}
+	i.accepter = newAccepter(d.Executor(), accept)
 	for _, ec := range config.Endpoints {
 		ec = ec.withDefaults()
 		if err := ec.validate(); err != nil {

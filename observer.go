@@ -23,7 +23,7 @@ type DeliveryInfo struct {
 	// Status is the HTTP status of the answer.
 	Status int
 	// Reason is the refusal's short class for non-2xx answers: "method", "too_large",
-	// "read", "signature", "unauthorized", "invalid_event", "unavailable" or "error".
+	// "read", "signature", "unauthorized", "invalid_event", "unavailable", "overloaded" or "error".
 	Reason string
 	// SecretIndex is the position of the secret that verified the signature, or -1.
 	SecretIndex int

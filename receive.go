@@ -136,7 +136,7 @@ func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool
 	if processed {
 		outcome = string(out)
 	}
-	inserted, err := i.driver.Executor().InboxInsert(ctx, i.receiptParams(ev, processed, Outcome(outcome)))
+	inserted, err := i.accept(ctx, i.receiptParams(ev, processed, Outcome(outcome)))
 	if err != nil {
 		return "", err
 	}

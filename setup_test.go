@@ -34,6 +34,7 @@ type testBundle struct {
 
 type setupOpts struct {
 	worker hookinbox.WorkerConfig
+	accept hookinbox.AcceptConfig
 	// noBilling leaves handlers unregistered, for tests that register their own.
 	noBilling bool
 	// logs, when set, receives the inbox's log lines too.
@@ -116,6 +117,7 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 			{Name: epHybrid, Verifier: v, Mode: hookinbox.ModeHybrid},
 		},
 		Worker: o.worker,
+		Accept: o.accept,
 		Logger: testLoggerTo(t, o.logs),
 	})
 	if err != nil {

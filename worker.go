@@ -56,39 +56,122 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string) {
 		}
 		// Work until the queue is empty, then sleep until woken or the next poll.
 		for ctx.Err() == nil {
-			r, err := i.claim(ctx, endpoints)
+			batch, err := i.claim(ctx, endpoints)
 			if err != nil {
 				if ctx.Err() == nil {
-					i.logger.ErrorContext(ctx, "hookinbox: error claiming receipt", "error", err.Error())
+					i.logger.ErrorContext(ctx, "hookinbox: error claiming receipts", "error", err.Error())
 				}
 				break
 			}
-			if r == nil {
+			if len(batch) == 0 {
 				break
 			}
 			// More may be waiting: let an idle worker look too.
 			i.notifyWorkers()
-			i.processClaimed(ctx, r)
+			i.processBatch(ctx, batch)
 		}
 		idle.Reset(jitter(i.worker.PollInterval))
 	}
 }
 
-// claim counts an attempt on the next available receipt and leases it, in its own
-// committed statement, so the attempt survives a worker that dies while processing.
+// claim counts an attempt on each of up to BatchSize available receipts and leases
+// them, in one committed statement, so the attempts survive a worker that dies while
+// processing.
 //
 // A stop request does not interrupt the statement: a claim cancelled in flight may
 // still commit on the server, and would then hide its receipt for a whole lease while
 // nobody works on it. The loop checks for a stop before claiming, and a receipt that
 // was claimed is processed.
-func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) (*driver.Receipt, error) {
+func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*driver.Receipt, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	return i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
 		Endpoints:   endpoints,
+		Limit:       i.worker.BatchSize,
 		Lease:       i.worker.Lease,
 		MaxAttempts: i.worker.MaxAttempts,
 	})
+}
+
+// errBatchFailed stops a batch at its first failing receipt, so that the batch is
+// rolled back and each receipt processed on its own.
+var errBatchFailed = errors.New("a receipt of the batch failed")
+
+// processBatch processes claimed receipts in one transaction: one lock statement, the
+// handlers, one statement that marks them processed, one commit. When any of them
+// fails, the whole transaction rolls back (no handler's work survives it) and each
+// receipt is processed again in a transaction of its own, where a failure is
+// recorded against that receipt alone. Every receipt's attempt was counted by the
+// claim either way.
+func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) {
+	if len(batch) == 1 {
+		_ = i.processClaimed(ctx, batch[0])
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease)
+	defer cancel()
+	start := time.Now()
+	done, err := i.processTogether(pctx, batch)
+	if err != nil {
+		for _, r := range batch {
+			_ = i.processClaimed(ctx, r)
+		}
+		return
+	}
+	latency := time.Since(start)
+	for _, r := range batch {
+		info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts, Latency: latency, Result: AttemptProcessed}
+		if !done[r.Key] {
+			info.Result = AttemptAlreadyProcessed
+		}
+		i.observer.Attempt(info)
+	}
+}
+
+// processTogether applies the handlers of a batch in one transaction and reports which
+// receipts it processed (the others were completed by another worker whose lease
+// overlapped ours). It returns an error, and commits nothing, if any receipt fails.
+func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receipt) (map[driver.Key]bool, error) {
+	tx, err := i.driver.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
+
+	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
+		return nil, err
+	}
+	keys := make([]driver.Key, len(batch))
+	for n, r := range batch {
+		keys[n] = r.Key
+	}
+	locked, err := tx.InboxLockUnprocessed(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[driver.Key]bool, len(locked))
+	lockedKeys := make([]driver.Key, 0, len(locked))
+	for _, r := range locked {
+		fn := i.handler(r.Endpoint, r.EventType)
+		if fn == nil {
+			return nil, errBatchFailed
+		}
+		ev := Event{Provider: r.Provider, Endpoint: r.Endpoint, ID: r.EventID, Type: r.EventType, Payload: r.Payload, Attempt: r.Attempts}
+		if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
+			return nil, errBatchFailed
+		}
+		done[r.Key] = true
+		lockedKeys = append(lockedKeys, r.Key)
+	}
+	if len(lockedKeys) > 0 {
+		if err := tx.InboxMarkProcessed(ctx, lockedKeys, string(OutcomeProcessed)); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return done, nil
 }
 
 // recordTimeout bounds the statement that records a failed attempt, and claimTimeout
@@ -165,13 +248,14 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key) error {
 	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
 		return err
 	}
-	r, err := tx.InboxLockUnprocessed(ctx, key)
+	locked, err := tx.InboxLockUnprocessed(ctx, []driver.Key{key})
 	if err != nil {
 		return err
 	}
-	if r == nil {
+	if len(locked) == 0 {
 		return errAlreadyProcessed
 	}
+	r := locked[0]
 	fn := i.handler(r.Endpoint, r.EventType)
 	if fn == nil {
 		// A receipt is stored pending only when a handler existed; one removed since
@@ -182,7 +266,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key) error {
 	if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
 		return &HandlerError{EventType: r.EventType, Err: i.driver.TranslateError(err)}
 	}
-	if err := tx.InboxMarkProcessed(ctx, key, string(OutcomeProcessed)); err != nil {
+	if err := tx.InboxMarkProcessed(ctx, []driver.Key{key}, string(OutcomeProcessed)); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -66,7 +66,7 @@ func claimInProcessingTx(t *testing.T, b *testBundle) bool {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(b.ctx) // the crash
-	r, err := tx.InboxClaim(b.ctx, &driver.InboxClaimParams{Endpoints: []string{epAsync}, Lease: time.Minute, MaxAttempts: 3})
+	r, err := claimOne(b.ctx, tx, &driver.InboxClaimParams{Endpoints: []string{epAsync}, Lease: time.Minute, MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,4 +311,15 @@ func TestRun_StopFinishesEventInProgress(t *testing.T) {
 	if r := b.receipt(t, epAsync, "evt_1"); r.ProcessedAt == nil || b.effects(t, "evt_1") != 1 {
 		t.Fatalf("event in progress at stop was not finished: %+v", r)
 	}
+}
+
+// claimOne claims at most one receipt, as a worker with a batch size of 1 does.
+func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	q := *p
+	q.Limit = 1
+	rs, err := ex.InboxClaim(ctx, &q)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
 }

@@ -54,21 +54,28 @@ type Executor interface {
 	// rolls back.
 	InboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
 
-	// InboxLockUnprocessed locks the receipt for the rest of the transaction and
-	// returns it, or returns nil if it is absent or no longer pending. It waits for a lock
-	// held by another transaction (it does not skip locked rows).
-	InboxLockUnprocessed(ctx context.Context, key Key) (*Receipt, error)
+	// InboxInsertMany inserts a batch of receipts with distinct keys in one statement,
+	// each unless one with its key exists, and reports for each whether it was inserted
+	// (false: a duplicate). Concurrent inserts of a key wait as InboxInsert's do. The
+	// statement fails as a whole: one row the database refuses fails the batch.
+	InboxInsertMany(ctx context.Context, params []*InboxInsertParams) (inserted []bool, err error)
 
-	// InboxMarkProcessed sets the state to processed, processed_at and the outcome, and
-	// clears last_error.
-	InboxMarkProcessed(ctx context.Context, key Key, outcome string) error
+	// InboxLockUnprocessed locks the receipts of keys that are still pending for the rest
+	// of the transaction and returns them; absent keys and keys no longer pending are
+	// left out. It waits for locks held by other transactions (it does not skip locked
+	// rows), taking them in key order.
+	InboxLockUnprocessed(ctx context.Context, keys []Key) ([]*Receipt, error)
 
-	// InboxClaim picks the oldest available pending receipt of the given endpoints,
-	// skipping rows locked by others, counts the attempt, stores MaxAttempts with it and
-	// hides it for the lease. It returns nil when there is none. A pending receipt found
-	// with MaxAttempts attempts used (its worker died during the last one) is put to
-	// review on the way, not returned.
-	InboxClaim(ctx context.Context, params *InboxClaimParams) (*Receipt, error)
+	// InboxMarkProcessed sets the receipts' state to processed, processed_at and the
+	// outcome, and clears last_error.
+	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string) error
+
+	// InboxClaim picks up to Limit of the oldest available pending receipts of the given
+	// endpoints, skipping rows locked by others, counts an attempt on each, stores
+	// MaxAttempts with them and hides them for the lease, in one statement. It returns
+	// none when there are none. A pending receipt found with MaxAttempts attempts used
+	// (its worker died during the last one) is put to review on the way, not returned.
+	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*Receipt, error)
 
 	// InboxRecordFailure stores the error of a failed attempt, only while the receipt
 	// is pending: it becomes available again after Delay, or needs review when the

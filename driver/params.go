@@ -70,7 +70,11 @@ type InboxInsertParams struct {
 // InboxClaimParams select and lease a receipt for a worker.
 type InboxClaimParams struct {
 	Endpoints []string
-	Lease     time.Duration
+	// Limit is the most receipts one claim takes.
+	//
+	// Defaults to 1.
+	Limit int
+	Lease time.Duration
 	// MaxAttempts is the worker's attempt limit: it is stored with the claimed row, and
 	// a pending row that already used that many attempts (its worker died during the
 	// last one) is put to review instead of being claimed.

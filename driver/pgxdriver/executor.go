@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -33,33 +34,117 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	return true, nil
 }
 
-func (e *executor) InboxLockUnprocessed(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
-	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
-	if err != nil {
-		return nil, translate(fmt.Errorf("error locking receipt: %w", err))
+func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	n := len(ps)
+	if n == 0 {
+		return nil, nil
 	}
-	return r, nil
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return keyLess(ps[order[a]].Key, ps[order[b]].Key) })
+	var (
+		providers, endpoints, ids, types, payloads, outcomes, errs = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		processed        = make([]bool, n)
+		attempts, limits = make([]int32, n), make([]int32, n)
+		delays           = make([]float64, n)
+		position         = make(map[driver.Key]int, n)
+	)
+	for j, i := range order {
+		p := ps[i]
+		if _, dup := position[p.Key]; dup {
+			return nil, fmt.Errorf("error inserting receipts: key %v twice in one batch", p.Key)
+		}
+		position[p.Key] = i
+		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
+		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
+		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
+	}
+	rows, err := e.db.Query(ctx, sqlInboxInsertMany, providers, endpoints, ids, types, payloads, processed, outcomes,
+		attempts, errs, delays, limits)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
+	}
+	inserted := make([]bool, n)
+	var k driver.Key
+	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.Endpoint, &k.EventID}, func() error {
+		if i, ok := position[k]; ok {
+			inserted[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
+	}
+	return inserted, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outcome string) error {
-	if _, err := e.db.Exec(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
-		return translate(fmt.Errorf("error marking receipt processed: %w", err))
+func keyLess(a, b driver.Key) bool {
+	if a.Provider != b.Provider {
+		return a.Provider < b.Provider
+	}
+	if a.Endpoint != b.Endpoint {
+		return a.Endpoint < b.Endpoint
+	}
+	return a.EventID < b.EventID
+}
+
+// keyColumns splits keys into the three arrays the key-set statements unnest.
+func keyColumns(keys []driver.Key) (providers, endpoints, ids []string) {
+	providers, endpoints, ids = make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], endpoints[i], ids[i] = k.Provider, k.Endpoint, k.EventID
+	}
+	return providers, endpoints, ids
+}
+
+func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) ([]*driver.Receipt, error) {
+	providers, endpoints, ids := keyColumns(keys)
+	rows, err := e.db.Query(ctx, sqlInboxLockUnprocessed, providers, endpoints, ids)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error locking receipts: %w", err))
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.Receipt, error) { return scanReceipt(row) })
+	if err != nil {
+		return nil, translate(fmt.Errorf("error locking receipts: %w", err))
+	}
+	return list, nil
+}
+
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string) error {
+	providers, endpoints, ids := keyColumns(keys)
+	if _, err := e.db.Exec(ctx, sqlInboxMarkProcessed, providers, endpoints, ids, outcome); err != nil {
+		return translate(fmt.Errorf("error marking receipts processed: %w", err))
 	}
 	return nil
 }
 
-func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*driver.Receipt, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
 	for {
-		r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts))
+		rows, err := e.db.Query(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
-			return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
-		// A row put to review by this claim is committed as such; look for the next.
-		if r == nil || r.State == driver.StatePending {
-			return r, nil
+		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.Receipt, error) { return scanReceipt(row) })
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
+		}
+		// Rows put to review by this claim are committed as such; a claim that found
+		// only those looks again, so that a short batch still means nothing else is
+		// available.
+		claimed := list[:0]
+		for _, r := range list {
+			if r.State == driver.StatePending {
+				claimed = append(claimed, r)
+			}
+		}
+		if len(claimed) > 0 || len(list) == 0 {
+			return claimed, nil
 		}
 	}
 }

@@ -42,20 +42,43 @@ VALUES ($1, $2, $3, $4, $5,
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING true`
 
-	// Not SKIP LOCKED: a competing worker's claim can lock this row for an instant as a
+	// The accept path's group commit: one statement inserts a whole batch of receipts,
+	// each new key once, and RETURNING names the keys it inserted (in no defined
+	// order); a key it does not name was a duplicate. Rows arrive sorted by key, so two
+	// batches holding the same keys wait for each other in one order and never deadlock.
+	sqlInboxInsertMany = `
+INSERT INTO hookinbox_inbox
+       (provider, endpoint, event_id, event_type, payload,
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state)
+SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
+       CASE WHEN b.processed THEN now() END, nullif(b.outcome, ''), b.attempts, nullif(b.last_error, ''),
+       now() + make_interval(secs => b.delay), nullif(b.max_attempts, 0),
+       CASE WHEN b.processed THEN 'processed'
+            WHEN b.max_attempts > 0 AND b.attempts >= b.max_attempts THEN 'needs_review'
+            ELSE 'pending' END
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
+              $8::integer[], $9::text[], $10::float8[], $11::integer[])
+       AS b(provider, endpoint, event_id, event_type, payload, processed, outcome,
+            attempts, last_error, delay, max_attempts)
+ON CONFLICT (provider, endpoint, event_id) DO NOTHING
+RETURNING provider, endpoint, event_id`
+
+	// Not SKIP LOCKED: a competing worker's claim can lock a row for an instant as a
 	// candidate, and skipping it would leave the row unprocessed until its lease ends.
-	// The wait is bounded by the transaction's statement timeout.
+	// The wait is bounded by the transaction's statement timeout. Locked in key order,
+	// so two workers holding overlapping batches (after a lease ran out) never deadlock.
 	sqlInboxLockUnprocessed = `
 SELECT ` + sqlReceiptColumns + `
   FROM hookinbox_inbox
- WHERE provider = $1 AND endpoint = $2 AND event_id = $3
+ WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
    AND state = 'pending'
+ ORDER BY provider, endpoint, event_id
    FOR UPDATE`
 
 	sqlInboxMarkProcessed = `
 UPDATE hookinbox_inbox
    SET state = 'processed', processed_at = now(), outcome = $4, last_error = NULL
- WHERE provider = $1 AND endpoint = $2 AND event_id = $3`
+ WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
 
 	// The claim commits on its own, before processing starts, so an attempt is counted
 	// even when the worker dies mid-event; a row that kills every worker therefore stops
@@ -74,7 +97,7 @@ UPDATE hookinbox_inbox AS w
            AND available_at <= now()
            AND endpoint = ANY($1)
          ORDER BY available_at
-         LIMIT 1
+         LIMIT $4
            FOR UPDATE SKIP LOCKED) AS picked
  WHERE (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
 RETURNING w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.received_at,

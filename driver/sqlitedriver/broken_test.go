@@ -49,7 +49,7 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx) //nolint:errcheck
-			if r, err := tx.InboxLockUnprocessed(ctx, k); err != nil || r == nil {
+			if r, err := lockOne(ctx, tx, k); err != nil || r == nil {
 				t.Fatalf("re-check: %+v %v", r, err)
 			}
 			otherDone := make(chan error, 1)
@@ -61,13 +61,13 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 				if err := <-otherDone; err != nil { // nothing made it wait
 					t.Fatal(err)
 				}
-				err := tx.InboxMarkProcessed(ctx, k, "processed")
+				err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed")
 				if !errors.Is(err, driver.ErrUnavailable) {
 					t.Fatalf("write on a stale snapshot: %v, want SQLITE_BUSY_SNAPSHOT (unavailable)", err)
 				}
 				return
 			}
-			if err := tx.InboxMarkProcessed(ctx, k, "processed"); err != nil {
+			if err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed"); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {

@@ -55,22 +55,52 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	return true, nil
 }
 
-func (e *executor) InboxLockUnprocessed(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
-	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
+// InboxInsertMany inserts the batch in one write transaction (or the caller's), row by
+// row: with one writer at a time, the transaction, and its one sync at commit, is what
+// batching buys on SQLite.
+func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	inserted := make([]bool, len(ps))
+	err := e.inTx(ctx, func(q dbtx) error {
+		ex := &executor{db: q}
+		for i, p := range ps {
+			ok, err := ex.InboxInsert(ctx, p)
+			if err != nil {
+				return err
+			}
+			inserted[i] = ok
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, translate(fmt.Errorf("error locking receipt: %w", err))
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
 	}
-	return r, nil
+	return inserted, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, key driver.Key, outcome string) error {
-	if _, err := e.db.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
-		return translate(fmt.Errorf("error marking receipt processed: %w", err))
+func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) ([]*driver.Receipt, error) {
+	var list []*driver.Receipt
+	for _, key := range keys {
+		r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
+		if err != nil {
+			return nil, translate(fmt.Errorf("error locking receipt: %w", err))
+		}
+		if r != nil {
+			list = append(list, r)
+		}
+	}
+	return list, nil
+}
+
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string) error {
+	for _, key := range keys {
+		if _, err := e.db.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
+			return translate(fmt.Errorf("error marking receipt processed: %w", err))
+		}
 	}
 	return nil
 }
 
-func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*driver.Receipt, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
@@ -79,14 +109,24 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		return nil, err
 	}
 	for {
-		r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts))
+		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
-			return nil, translate(fmt.Errorf("error claiming receipt: %w", err))
+			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
-		// A row put to review by this claim is committed as such (or, in the caller's
-		// transaction, will be); look for the next.
-		if r == nil || r.State == driver.StatePending {
-			return r, nil
+		list, err := collect(rows, scanReceipt)
+		if err != nil {
+			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
+		}
+		// Rows put to review by this claim are committed as such (or, in the caller's
+		// transaction, will be); a claim that found only those looks again.
+		claimed := list[:0]
+		for _, r := range list {
+			if r.State == driver.StatePending {
+				claimed = append(claimed, r)
+			}
+		}
+		if len(claimed) > 0 || len(list) == 0 {
+			return claimed, nil
 		}
 	}
 }

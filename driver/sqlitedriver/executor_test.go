@@ -172,7 +172,7 @@ func TestInboxLockUnprocessed_NilWhenNotPendingOrAbsent(t *testing.T) {
 	}
 	defer tx.Rollback(b.ctx) //nolint:errcheck
 	for id, want := range map[string]bool{"evt_pending": true, "evt_done": false, "evt_review": false, "evt_absent": false} {
-		r, err := tx.InboxLockUnprocessed(b.ctx, key(id))
+		r, err := lockOne(b.ctx, tx, key(id))
 		if err != nil || (r != nil) != want {
 			t.Errorf("%s: %+v %v, want found=%v", id, r, err, want)
 		}
@@ -186,7 +186,7 @@ func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 1, LastError: "boom"})
-	if err := b.ex.InboxMarkProcessed(b.ctx, key("evt_1"), "processed"); err != nil {
+	if err := b.ex.InboxMarkProcessed(b.ctx, []driver.Key{key("evt_1")}, "processed"); err != nil {
 		t.Fatal(err)
 	}
 	r := b.get(t, key("evt_1"))
@@ -214,7 +214,7 @@ func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) 
 	p := &driver.InboxClaimParams{Endpoints: []string{"async", "hybrid"}, Lease: time.Minute, MaxAttempts: 3}
 	var got []string
 	for {
-		r, err := b.ex.InboxClaim(b.ctx, p)
+		r, err := claimOne(b.ctx, b.ex, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,19 +248,19 @@ func TestInboxClaim_WorkerThatDiedOnTheLastAttemptLeavesItToReview(t *testing.T)
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1")})
 	p := &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 1}
-	r, err := b.ex.InboxClaim(b.ctx, p)
+	r, err := claimOne(b.ctx, b.ex, p)
 	if err != nil || r == nil || r.Attempts != 1 || r.State != driver.StatePending {
 		t.Fatalf("first claim: %+v %v", r, err)
 	}
 	// The worker dies without recording anything; its lease lapses.
 	b.exec(t, `UPDATE hookinbox_inbox SET available_at = available_at - 120000000`)
-	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r != nil {
 		t.Fatalf("claim after the last attempt's lease: %+v %v, want none", r, err)
 	}
 	if r := b.get(t, key("evt_1")); r.State != driver.StateNeedsReview || r.Attempts != 1 || r.MaxAttempts != 1 {
 		t.Fatalf("%+v, want needs review with its one attempt", r)
 	}
-	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r != nil {
 		t.Fatalf("claim of a receipt in review: %+v %v, want none", r, err)
 	}
 }
@@ -297,7 +297,7 @@ func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1")})
 	p := &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 2}
 	for attempt := 1; attempt <= 2; attempt++ {
-		r, err := b.ex.InboxClaim(b.ctx, p)
+		r, err := claimOne(b.ctx, b.ex, p)
 		if err != nil || r == nil || r.Attempts != attempt {
 			t.Fatalf("claim %d: %+v %v", attempt, r, err)
 		}
@@ -312,7 +312,7 @@ func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T
 			t.Fatalf("after failed attempt %d: %+v, want %s", attempt, r, want)
 		}
 	}
-	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r != nil {
+	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r != nil {
 		t.Fatalf("claim of a receipt in review: %+v %v, want none", r, err)
 	}
 
@@ -323,7 +323,7 @@ func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T
 	if r := b.get(t, k); r.State != driver.StatePending || r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("after retry: %+v, want pending and available with no attempts", r)
 	}
-	if r, err := b.ex.InboxClaim(b.ctx, p); err != nil || r == nil || r.Attempts != 1 {
+	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r == nil || r.Attempts != 1 {
 		t.Fatalf("claim after retry: %+v %v", r, err)
 	}
 }

@@ -128,7 +128,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := first.InboxLockUnprocessed(b.ctx, k); err != nil || r == nil {
+	if r, err := lockOne(b.ctx, first, k); err != nil || r == nil {
 		t.Fatalf("first worker's lock: %+v %v", r, err)
 	}
 	second := sqlitedriver.New(b.process(t))
@@ -140,7 +140,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 			return
 		}
 		defer tx.Rollback(b.ctx) //nolint:errcheck
-		r, err := tx.InboxLockUnprocessed(b.ctx, k)
+		r, err := lockOne(b.ctx, tx, k)
 		if err == nil && r != nil {
 			err = io.ErrShortWrite // found unprocessed: would process twice
 		}
@@ -149,7 +149,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	if err := countingHandler(b.ctx, first.Native(), hookinbox.Event{ID: "evt_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.InboxMarkProcessed(b.ctx, k, "processed"); err != nil {
+	if err := first.InboxMarkProcessed(b.ctx, []driver.Key{k}, "processed"); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Commit(b.ctx); err != nil {

@@ -353,7 +353,7 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 	if err != nil || len(msgs) != 1 || msgs[0].ID != 2 || msgs[0].ClaimToken <= 7 {
 		t.Fatalf("outbox claim %+v %v, want message 2 with a token past 7", msgs, err)
 	}
-	r, err := ex.InboxClaim(ctx, &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 10})
+	r, err := claimOne(ctx, ex, &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 10})
 	if err != nil || r == nil || r.EventID != "evt_pending" || r.Attempts != 3 || r.MaxAttempts != 10 {
 		t.Fatalf("inbox claim %+v %v, want evt_pending on its third attempt", r, err)
 	}

@@ -84,14 +84,14 @@ UPDATE hookinbox_inbox
        state        = CASE WHEN attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
        max_attempts = ?3,
        available_at = ` + now + ` + ?2
- WHERE rowid = (SELECT rowid
+ WHERE rowid IN (SELECT rowid
                   FROM hookinbox_inbox
                  WHERE state IN ('pending', 'needs_review')
                    AND state = 'pending'
                    AND available_at <= ` + now + `
                    AND endpoint IN (SELECT value FROM json_each(?1))
                  ORDER BY available_at
-                 LIMIT 1)
+                 LIMIT ?4)
 RETURNING ` + sqlReceiptColumns
 
 	// Only while pending: a row another worker completed after our lease ran out must

@@ -26,7 +26,7 @@ func TestQueries_UnprocessedRowsReadThroughThePartialIndexes(t *testing.T) {
 		name, query, index string
 		args               []any
 	}{
-		{"inbox claim", sqlInboxClaim, "hookinbox_inbox_unprocessed", []any{`["async"]`, 1, 10}},
+		{"inbox claim", sqlInboxClaim, "hookinbox_inbox_unprocessed", []any{`["async"]`, 1, 10, 10}},
 		{"inbox stats", sqlInboxStats, "hookinbox_inbox_unprocessed", nil},
 		{"inbox retry needs review", sqlInboxRetryNeedsReview, "hookinbox_inbox_unprocessed", nil},
 		{"outbox claim", sqlOutboxClaim, "hookinbox_outbox_unpublished", []any{10, 1, 20, `[""]`}},

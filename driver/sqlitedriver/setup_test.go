@@ -67,3 +67,23 @@ func (b *bundle) exec(t testing.TB, query string, args ...any) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+// claimOne claims at most one receipt, as a worker with a batch size of 1 does.
+func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+	q := *p
+	q.Limit = 1
+	rs, err := ex.InboxClaim(ctx, &q)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// lockOne locks one receipt if it is pending, and returns it (nil otherwise).
+func lockOne(ctx context.Context, ex driver.Executor, key driver.Key) (*driver.Receipt, error) {
+	rs, err := ex.InboxLockUnprocessed(ctx, []driver.Key{key})
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
