@@ -3,6 +3,7 @@ package hookinbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
@@ -14,40 +15,34 @@ import (
 // retries, and nothing was written.
 var ErrOverloaded = errors.New("too many receipts waiting to be committed")
 
-// AcceptConfig configures the group commit of the receipts that are stored without
-// being processed: those of async endpoints, and events with no handler. Each such
-// delivery waits for the commit of a batch: a few flushers, each with its own
-// connection, take every receipt already waiting and insert them in one statement.
-// There is no timer: a lone receipt is committed at once, and batches grow with load.
-// A receipt is answered only after its batch committed.
-type AcceptConfig struct {
-	// Flushers is the number of batches committed at once, each on a connection of
-	// its own.
-	//
-	// Defaults to 2 (1 on SQLite, which has one writer).
+// GroupConfig configures a group commit: deliveries that wait for a shared commit
+// instead of paying one each. A few flushers, each with its own connection, take
+// every delivery already waiting and commit them together. There is no timer: a lone
+// delivery is committed at once, and groups grow with load, by as many deliveries as
+// arrived during the previous commit. Each delivery is answered only after its group
+// committed.
+type GroupConfig struct {
+	// Flushers is the number of groups committed at once, each on a connection of its
+	// own.
 	Flushers int
 
-	// MaxBatch caps the receipts of one batch.
-	//
-	// Defaults to 500.
+	// MaxBatch caps the deliveries of one group. 1 gives every delivery a transaction
+	// of its own.
 	MaxBatch int
 
-	// QueueSize caps the receipts waiting for a batch. When it is full, deliveries are
-	// refused with ErrOverloaded (HTTP 503 with Retry-After) until batches drain it.
+	// QueueSize caps the deliveries waiting for a group. When it is full, deliveries
+	// are refused with ErrOverloaded (HTTP 503 with Retry-After) until groups drain it.
 	//
 	// Defaults to 10,000.
 	QueueSize int
 }
 
-func (c AcceptConfig) withDefaults(driverName string) AcceptConfig {
+func (c GroupConfig) withDefaults(flushers, maxBatch int) GroupConfig {
 	if c.Flushers == 0 {
-		c.Flushers = 2
-		if driverName == "sqlite" {
-			c.Flushers = 1
-		}
+		c.Flushers = flushers
 	}
 	if c.MaxBatch == 0 {
-		c.MaxBatch = 500
+		c.MaxBatch = maxBatch
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = 10_000
@@ -55,9 +50,9 @@ func (c AcceptConfig) withDefaults(driverName string) AcceptConfig {
 	return c
 }
 
-func (c AcceptConfig) validate() error {
+func (c GroupConfig) validate(what string) error {
 	if c.Flushers < 1 || c.MaxBatch < 1 || c.QueueSize < 1 {
-		return errors.New("accept flushers, max batch and queue size must be positive")
+		return fmt.Errorf("%s flushers, max batch and queue size must be positive", what)
 	}
 	return nil
 }
@@ -66,7 +61,7 @@ func (c AcceptConfig) validate() error {
 // fails the waiting deliveries (5xx, the senders retry) instead of holding them.
 const acceptTimeout = 10 * time.Second
 
-func newAccepter(ex driver.Executor, c AcceptConfig) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
+func newAccepter(ex driver.Executor, c GroupConfig) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
 	return groupcommit.New(groupcommit.Config{
 		Flushers: c.Flushers, MaxBatch: c.MaxBatch, QueueSize: c.QueueSize, Timeout: acceptTimeout,
 		// A row the database refuses fails its whole statement; halving isolates it,

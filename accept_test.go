@@ -94,7 +94,7 @@ func collect(t *testing.T, results chan received, n int) map[string][]received {
 // duplicate, and one row is written.
 func TestAccept_DuplicateInsideOneBatchIsADuplicate(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{accept: hookinbox.AcceptConfig{Flushers: 1}})
+	b := setup(t, setupOpts{accept: hookinbox.GroupConfig{Flushers: 1}})
 	release, blocked := b.blockFlusher(t)
 	results := b.receiveAsync(
 		invoiceEvent(epAsync, "evt_1", "invoice.created", "in_1", 0),
@@ -129,7 +129,7 @@ func TestAccept_DuplicateInsideOneBatchIsADuplicate(t *testing.T) {
 // batch is split until the row is alone, and its neighbours are committed.
 func TestAccept_PoisonedRowFailsOnlyItsSender(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{accept: hookinbox.AcceptConfig{Flushers: 1}})
+	b := setup(t, setupOpts{accept: hookinbox.GroupConfig{Flushers: 1}})
 	release, blocked := b.blockFlusher(t)
 	poison := hookinbox.Event{Endpoint: epAsync, ID: "evt_poison", Type: "invoice.created",
 		Payload: []byte(`{"id":"evt_poison","note":"\u0000"}`)}
@@ -159,7 +159,7 @@ func TestAccept_PoisonedRowFailsOnlyItsSender(t *testing.T) {
 // batch's deliveries 2xx, and none of their rows is committed: the senders retry.
 func TestAccept_FlusherKilledMidBatchAnswersNo2xx(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{accept: hookinbox.AcceptConfig{Flushers: 1}})
+	b := setup(t, setupOpts{accept: hookinbox.GroupConfig{Flushers: 1}})
 	release, blocked := b.blockFlusher(t)
 	endX := b.holdKey(t, "evt_x") // the batch will wait on it, after inserting evt_a and evt_b
 	results := b.receiveAsync(
@@ -198,7 +198,7 @@ SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 // A full queue answers 503 with Retry-After, never 2xx, and writes nothing.
 func TestAccept_FullQueueAnswers503(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{accept: hookinbox.AcceptConfig{Flushers: 1, QueueSize: 1}})
+	b := setup(t, setupOpts{accept: hookinbox.GroupConfig{Flushers: 1, QueueSize: 1}})
 	srv := b.serve(t, b.inbox)
 	release, blocked := b.blockFlusher(t)
 	queued := b.receiveAsync(invoiceEvent(epAsync, "evt_1", "invoice.created", "in_1", 0))

@@ -18,8 +18,21 @@ type Config struct {
 	Worker WorkerConfig
 
 	// Accept configures the group commit of receipts stored without processing (async
-	// endpoints, events with no handler).
-	Accept AcceptConfig
+	// endpoints, events with no handler): a group is one INSERT statement.
+	//
+	// Defaults to 2 flushers (1 on SQLite, which has one writer) and groups of up to
+	// 500.
+	Accept GroupConfig
+
+	// Sync configures the group commit of sync and hybrid deliveries: a group is one
+	// transaction in which each delivery's receipt and handler run behind a savepoint
+	// of their own, so that one delivery's failure undoes only its own work. A
+	// transaction that fails as a whole (a lost connection, a deadlock with another
+	// group) commits nothing, and each of its deliveries is received again alone.
+	//
+	// Defaults to 4 flushers (1 on SQLite) and groups of up to 32 (PostgreSQL keeps 64
+	// subtransactions per backend in memory).
+	Sync GroupConfig
 
 	// Logger receives one line per delivery and per worker failure. Secrets and
 	// payloads are never logged.

@@ -42,3 +42,6 @@ func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints
 func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*driver.Receipt) {
 	i.processBatch(ctx, batch)
 }
+
+// SyncQueuedForTest returns the number of sync deliveries waiting for a group.
+func (i *Inbox[TTx]) SyncQueuedForTest() int { return i.syncer.Queued() }

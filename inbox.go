@@ -34,6 +34,8 @@ type Inbox[TTx any] struct {
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
+	// syncer commits sync and hybrid deliveries in shared transactions.
+	syncer *groupcommit.Committer[*syncDelivery[TTx], syncResult]
 }
 
 type endpoint struct {
@@ -70,11 +72,20 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	accept := config.Accept.withDefaults(d.Name())
-	if err := accept.validate(); err != nil {
+	flushers := 2
+	if d.Name() == "sqlite" {
+		flushers = 1 // one writer at a time: more flushers would only queue for it
+	}
+	accept := config.Accept.withDefaults(flushers, 500)
+	if err := accept.validate("accept"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
 	i.accepter = newAccepter(d.Executor(), accept)
+	sync := config.Sync.withDefaults(2*flushers, 32)
+	if err := sync.validate("sync"); err != nil {
+		return nil, fmt.Errorf("hookinbox: %w", err)
+	}
+	i.syncer = i.newSyncer(sync)
 	for _, ec := range config.Endpoints {
 		ec = ec.withDefaults()
 		if err := ec.validate(); err != nil {

@@ -51,14 +51,9 @@ func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
 		}
 		return out, err
 	case ModeHybrid:
-		out, err := i.receiveSync(ctx, ev, fn)
-		var herr *HandlerError
-		if !errors.As(err, &herr) {
-			return out, err
-		}
-		return i.receiveAfterHandlerFailure(ctx, ev, herr)
+		return i.receiveSyncGrouped(ctx, ev, fn, true)
 	default:
-		return i.receiveSync(ctx, ev, fn)
+		return i.receiveSyncGrouped(ctx, ev, fn, false)
 	}
 }
 

@@ -34,7 +34,8 @@ type testBundle struct {
 
 type setupOpts struct {
 	worker hookinbox.WorkerConfig
-	accept hookinbox.AcceptConfig
+	accept hookinbox.GroupConfig
+	sync   hookinbox.GroupConfig
 	// noBilling leaves handlers unregistered, for tests that register their own.
 	noBilling bool
 	// logs, when set, receives the inbox's log lines too.
@@ -118,6 +119,7 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 		},
 		Worker: o.worker,
 		Accept: o.accept,
+		Sync:   o.sync,
 		Logger: testLoggerTo(t, o.logs),
 	})
 	if err != nil {

@@ -152,6 +152,15 @@ type ExecutorTx[TTx any] interface {
 	// Native returns the driver's transaction, to be passed to handlers.
 	Native() TTx
 
+	// Savepoint marks the transaction's current state, and RollbackToSavepoint returns
+	// to the latest mark, undoing what came after it (a failed statement included) and
+	// leaving the transaction usable: how several deliveries share one transaction
+	// while one's failure undoes only its own work. Marks are never released; a
+	// transaction should hold at most a few dozen (PostgreSQL keeps 64 subtransactions
+	// per backend in memory).
+	Savepoint(ctx context.Context) error
+	RollbackToSavepoint(ctx context.Context) error
+
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }

@@ -14,4 +14,8 @@ var (
 	// ErrInvalidInput means the database refused a value, e.g. a JSON payload it cannot
 	// store.
 	ErrInvalidInput = errors.New("value refused by the database")
+
+	// ErrConflict means the transaction lost a deadlock or a serialization conflict
+	// with a concurrent one: the same work, alone in a new transaction, may succeed.
+	ErrConflict = errors.New("transaction conflict")
 )

@@ -30,6 +30,8 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %w", driver.ErrUnavailable, err)
 		case pgErr.Code == "22P02", pgErr.Code == "22P05", pgErr.Code == "22021": // bad JSON, \u0000, bad encoding
 			return fmt.Errorf("%w: %w", driver.ErrInvalidInput, err)
+		case pgErr.Code == "40001", pgErr.Code == "40P01": // serialization failure, deadlock
+			return fmt.Errorf("%w: %w", driver.ErrConflict, err)
 		}
 		return err
 	}

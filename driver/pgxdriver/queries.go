@@ -266,4 +266,9 @@ UPDATE hookinbox_effect
 	sqlEffectRelease = `DELETE FROM hookinbox_effect WHERE key = $1 AND token = $2 AND state = 'pending'`
 
 	sqlSetStatementTimeout = `SELECT set_config('statement_timeout', $1, true)`
+
+	// One name for every delivery's mark in a shared transaction: ROLLBACK TO returns
+	// to the latest one.
+	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`
+	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT hookinbox_delivery`
 )

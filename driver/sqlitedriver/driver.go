@@ -146,6 +146,20 @@ type executorTx struct {
 
 func (e *executorTx) Native() *sql.Tx { return e.tx }
 
+func (e *executorTx) Savepoint(ctx context.Context) error {
+	if _, err := e.tx.ExecContext(ctx, sqlSavepoint); err != nil {
+		return translate(fmt.Errorf("error taking savepoint: %w", err))
+	}
+	return nil
+}
+
+func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {
+	if _, err := e.tx.ExecContext(ctx, sqlRollbackToSavepoint); err != nil {
+		return translate(fmt.Errorf("error rolling back to savepoint: %w", err))
+	}
+	return nil
+}
+
 func (e *executorTx) Commit(ctx context.Context) error {
 	if err := e.tx.Commit(); err != nil {
 		return translate(fmt.Errorf("error committing: %w", err))

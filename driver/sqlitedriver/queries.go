@@ -269,6 +269,11 @@ UPDATE hookinbox_effect
  WHERE key = ?1 AND token = ?2 AND state = 'pending'`
 
 	sqlEffectRelease = `DELETE FROM hookinbox_effect WHERE key = ?1 AND token = ?2 AND state = 'pending'`
+
+	// One name for every delivery's mark in a shared transaction: ROLLBACK TO returns
+	// to the latest one and keeps the transaction open.
+	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`
+	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT hookinbox_delivery`
 )
 
 // sqlLegacyRename moves a database created before schema version 3 to hookinbox's own

@@ -1,0 +1,199 @@
+package hookinbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox"
+)
+
+// groupBundle is an inbox whose sync deliveries share one flusher, with a handler on
+// the sync and hybrid endpoints that records each application (test_effects), can be
+// told to fail for an event id, and holds the first delivery until released, so that
+// the deliveries sent meanwhile queue and are received as one group.
+type groupBundle struct {
+	*testBundle
+	mu      sync.Mutex
+	failFor map[string]int // event id → how many more times to fail
+	hold    chan struct{}
+	held    chan struct{}
+	once    sync.Once
+}
+
+func setupGroup(t *testing.T) *groupBundle {
+	t.Helper()
+	g := &groupBundle{
+		testBundle: setup(t, setupOpts{noBilling: true, sync: hookinbox.GroupConfig{Flushers: 1}}),
+		failFor:    map[string]int{},
+		hold:       make(chan struct{}),
+		held:       make(chan struct{}),
+	}
+	t.Cleanup(g.release)
+	handler := func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+		if ev.ID == "evt_hold" {
+			close(g.held)
+			<-g.hold
+		}
+		if err := countingHandler(ctx, tx, ev); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.failFor[ev.ID] > 0 {
+			g.failFor[ev.ID]--
+			return errors.New("refused for " + ev.ID)
+		}
+		return nil
+	}
+	g.inbox.Handle(epBilling, "invoice.paid", handler)
+	g.inbox.Handle(epHybrid, "invoice.paid", handler)
+	return g
+}
+
+func (g *groupBundle) release() { g.once.Do(func() { close(g.hold) }) }
+
+// group delivers evs while the flusher is held, so that they form one group, and
+// returns their results by event id (copies of one id in order of arrival is not
+// known, so a slice per id).
+func (g *groupBundle) group(t *testing.T, evs ...hookinbox.Event) map[string][]received {
+	t.Helper()
+	held := g.receiveAsync(invoiceEvent(epBilling, "evt_hold", "invoice.paid", "in_hold", 1))
+	<-g.held
+	results := g.receiveAsync(evs...)
+	waitUntil(t, "the deliveries to queue behind the held one", func() bool { return g.inbox.SyncQueuedForTest() == len(evs) })
+	g.release()
+	if r := <-held; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+		t.Fatalf("the held delivery: %s, %v", r.out, r.err)
+	}
+	return collect(t, results, len(evs))
+}
+
+func paid(endpoint, id string) hookinbox.Event {
+	return invoiceEvent(endpoint, id, "invoice.paid", "in_"+id, 100)
+}
+
+// In one shared transaction a failing handler undoes only its own delivery: the
+// others commit, the failed one is answered with its error and leaves nothing.
+func TestReceiveGroup_OneFailureUndoesOnlyItsOwnDelivery(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	g.failFor["evt_2"] = 1
+	byID := g.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_2"), paid(epBilling, "evt_3"))
+	for _, id := range []string{"evt_1", "evt_3"} {
+		if r := byID[id][0]; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+			t.Errorf("%s: %s, %v; want processed", id, r.out, r.err)
+		}
+		if n := g.effects(t, id); n != 1 {
+			t.Errorf("%s applied %d times, want 1", id, n)
+		}
+	}
+	var herr *hookinbox.HandlerError
+	if r := byID["evt_2"][0]; !errors.As(r.err, &herr) {
+		t.Fatalf("evt_2: %s, %v; want its HandlerError", r.out, r.err)
+	}
+	if n := g.effects(t, "evt_2"); n != 0 || g.receipt(t, epBilling, "evt_2") != nil {
+		t.Fatalf("the failed delivery left %d effects or a receipt behind", n)
+	}
+	if out := g.receive(t, paid(epBilling, "evt_2")); out != hookinbox.OutcomeProcessed {
+		t.Fatalf("the provider's retry of evt_2: %s, want processed", out)
+	}
+}
+
+// Two copies of one event in one group: the first is processed, the second is a
+// duplicate; when the first's handler fails, the second takes over (G4 inside a
+// group), and the event is applied once either way.
+func TestReceiveGroup_CopiesOfOneEventApplyOnce(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	g.failFor["evt_flaky"] = 1
+	byID := g.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_1"), paid(epBilling, "evt_flaky"), paid(epBilling, "evt_flaky"))
+	for _, id := range []string{"evt_1", "evt_flaky"} {
+		processed, other := 0, 0
+		for _, r := range byID[id] {
+			if r.err == nil && r.out == hookinbox.OutcomeProcessed {
+				processed++
+			} else {
+				other++
+			}
+		}
+		if processed != 1 {
+			t.Errorf("%s: %d copies processed (%v), want exactly 1", id, processed, byID[id])
+		}
+		if n := g.effects(t, id); n != 1 {
+			t.Errorf("%s applied %d times, want 1", id, n)
+		}
+	}
+	for _, r := range byID["evt_1"] {
+		if r.err != nil || (r.out != hookinbox.OutcomeProcessed && r.out != hookinbox.OutcomeDuplicate) {
+			t.Errorf("a copy of evt_1: %s, %v", r.out, r.err)
+		}
+	}
+}
+
+// A hybrid delivery whose handler fails inside a group is kept as pending, in the
+// group's own transaction, with the error and the attempt counted.
+func TestReceiveGroup_HybridFailureIsKeptPending(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	g.failFor["evt_2"] = 1
+	byID := g.group(t, paid(epHybrid, "evt_1"), paid(epHybrid, "evt_2"))
+	if r := byID["evt_1"][0]; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+		t.Fatalf("evt_1: %s, %v", r.out, r.err)
+	}
+	if r := byID["evt_2"][0]; r.err != nil || r.out != hookinbox.OutcomeAccepted {
+		t.Fatalf("evt_2: %s, %v; want accepted", r.out, r.err)
+	}
+	r := g.receipt(t, epHybrid, "evt_2")
+	if r == nil || r.State != hookinbox.StatePending || r.Attempts != 1 || r.LastError == "" {
+		t.Fatalf("evt_2's receipt %+v, want pending after 1 attempt with its error", r)
+	}
+	if n := g.effects(t, "evt_2"); n != 0 {
+		t.Fatalf("the failed hybrid handler's work survived: %d", n)
+	}
+}
+
+// A group whose transaction fails as a whole (here its connection is terminated while
+// it waits) commits nothing; each delivery is then received alone, and applied once.
+func TestReceiveGroup_FailedTransactionFallsBackToOneByOne(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	// The group's second delivery waits on a receipt a test transaction holds.
+	tx, err := g.db.Pool.Begin(g.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(g.ctx) //nolint:errcheck
+	if _, err := tx.Exec(g.ctx, `INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload)
+VALUES ('stripe', $1, 'evt_2', 'invoice.paid', '{}')`, epBilling); err != nil {
+		t.Fatal(err)
+	}
+	held := g.receiveAsync(invoiceEvent(epBilling, "evt_hold", "invoice.paid", "in_hold", 1))
+	<-g.held
+	results := g.receiveAsync(paid(epBilling, "evt_1"), paid(epBilling, "evt_2"), paid(epBilling, "evt_3"))
+	waitUntil(t, "the deliveries to queue", func() bool { return g.inbox.SyncQueuedForTest() == 3 })
+	g.release()
+	<-held
+	g.db.WaitForLockWaiters(t, 1)
+	var killed bool
+	if err := g.db.Pool.QueryRow(g.ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+ WHERE application_name = $1 AND wait_event_type = 'Lock'`, g.db.Schema).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminating the group's backend: %v %v", killed, err)
+	}
+	// Received alone, evt_2 waits on the test's receipt again: let it go.
+	g.db.WaitForLockWaiters(t, 1)
+	if err := tx.Rollback(g.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, rs := range collect(t, results, 3) {
+		if rs[0].err != nil || rs[0].out != hookinbox.OutcomeProcessed {
+			t.Errorf("%s: %s, %v; want processed", id, rs[0].out, rs[0].err)
+		}
+		if n := g.effects(t, id); n != 1 {
+			t.Errorf("%s applied %d times, want 1", id, n)
+		}
+	}
+}
