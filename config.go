@@ -30,7 +30,7 @@ type Config struct {
 	// transaction that fails as a whole (a lost connection, a deadlock with another
 	// group) commits nothing, and each of its deliveries is received again alone.
 	//
-	// Defaults to 4 flushers (1 on SQLite) and groups of up to 32 (PostgreSQL keeps 64
+	// Defaults to 8 flushers (1 on SQLite) and groups of up to 32 (PostgreSQL keeps 64
 	// subtransactions per backend in memory).
 	Sync GroupConfig
 

@@ -72,16 +72,16 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	flushers := 2
+	acceptFlushers, syncFlushers := 2, 8
 	if d.Name() == "sqlite" {
-		flushers = 1 // one writer at a time: more flushers would only queue for it
+		acceptFlushers, syncFlushers = 1, 1 // one writer at a time: more would only queue for it
 	}
-	accept := config.Accept.withDefaults(flushers, 500)
+	accept := config.Accept.withDefaults(acceptFlushers, 500)
 	if err := accept.validate("accept"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
 	i.accepter = newAccepter(d.Executor(), accept)
-	sync := config.Sync.withDefaults(2*flushers, 32)
+	sync := config.Sync.withDefaults(syncFlushers, 32)
 	if err := sync.validate("sync"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}

@@ -72,6 +72,10 @@ type Config struct {
 	// Worker configures the workers; zero fields take the library's defaults.
 	Worker hookinbox.WorkerConfig
 
+	// Accept and Sync tune the group commits of async and of sync deliveries; zero
+	// fields take the library's defaults.
+	Accept, Sync hookinbox.GroupConfig
+
 	// Retention is how long processed receipts are kept (retention.processed). It is
 	// never shorter than the longest retry window of the configured providers.
 	//

@@ -394,3 +394,22 @@ func TestParse_DatabaseDefaultsToSQLite(t *testing.T) {
 		t.Errorf("a bad HOOKINBOX_DATABASE_URL: %v", err)
 	}
 }
+
+func TestParse_GroupCommitAndBatchSize(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("c.yaml", []byte(`
+worker: {batch_size: 7}
+group_commit: {accept: {flushers: 3, max_batch: 100, queue_size: 50}, sync: {max_batch: 1}}
+`), config.Options{LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Worker.BatchSize != 7 || cfg.Accept.Flushers != 3 || cfg.Accept.MaxBatch != 100 || cfg.Accept.QueueSize != 50 ||
+		cfg.Sync.MaxBatch != 1 || cfg.Sync.Flushers != 0 {
+		t.Fatalf("worker %+v, accept %+v, sync %+v", cfg.Worker, cfg.Accept, cfg.Sync)
+	}
+	_, err = config.Parse("c.yaml", []byte(`group_commit: {sync: {flushers: 0}}`), config.Options{LookupEnv: env(nil)})
+	if err == nil || !strings.Contains(err.Error(), "group_commit.sync.flushers: must be at least 1") {
+		t.Fatalf("flushers 0: %v", err)
+	}
+}

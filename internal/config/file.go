@@ -22,6 +22,7 @@ type fileConfig struct {
 	NATSURL         string         `yaml:"nats_url"`
 	Endpoints       []fileEndpoint `yaml:"endpoints"`
 	Worker          fileWorker     `yaml:"worker"`
+	GroupCommit     fileGroups     `yaml:"group_commit"`
 	Outbox          fileOutbox     `yaml:"outbox"`
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
@@ -50,10 +51,23 @@ type fileEndpoint struct {
 
 type fileWorker struct {
 	Concurrency      *int    `yaml:"concurrency"`
+	BatchSize        *int    `yaml:"batch_size"`
 	Lease            *string `yaml:"lease"`
 	MaxAttempts      *int    `yaml:"max_attempts"`
 	StatementTimeout *string `yaml:"statement_timeout"`
 	PollInterval     *string `yaml:"poll_interval"`
+}
+
+// fileGroups tunes the group commits of deliveries.
+type fileGroups struct {
+	Accept fileGroup `yaml:"accept"`
+	Sync   fileGroup `yaml:"sync"`
+}
+
+type fileGroup struct {
+	Flushers  *int `yaml:"flushers"`
+	MaxBatch  *int `yaml:"max_batch"`
+	QueueSize *int `yaml:"queue_size"`
 }
 
 type fileOutbox struct {

@@ -54,6 +54,12 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	}
 
 	var err error
+	if cfg.Accept, err = v.group("group_commit.accept", &fc.GroupCommit.Accept); err != nil {
+		return nil, err
+	}
+	if cfg.Sync, err = v.group("group_commit.sync", &fc.GroupCommit.Sync); err != nil {
+		return nil, err
+	}
 	if cfg.Worker, err = v.worker(&fc.Worker); err != nil {
 		return nil, err
 	}
@@ -138,6 +144,9 @@ func (v *validator) worker(fw *fileWorker) (hookinbox.WorkerConfig, error) {
 	if w.MaxAttempts, err = v.atLeastOne("worker.max_attempts", fw.MaxAttempts, 0); err != nil {
 		return w, err
 	}
+	if w.BatchSize, err = v.atLeastOne("worker.batch_size", fw.BatchSize, 0); err != nil {
+		return w, err
+	}
 	if w.Lease, err = v.duration("worker.lease", fw.Lease, 0); err != nil {
 		return w, err
 	}
@@ -153,6 +162,21 @@ func (v *validator) worker(fw *fileWorker) (hookinbox.WorkerConfig, error) {
 		return w, v.keyError("worker.statement_timeout", "%s must be shorter than worker.lease (%s)", d.StatementTimeout, d.Lease)
 	}
 	return w, nil
+}
+
+func (v *validator) group(key string, fg *fileGroup) (hookinbox.GroupConfig, error) {
+	var g hookinbox.GroupConfig
+	var err error
+	if g.Flushers, err = v.atLeastOne(key+".flushers", fg.Flushers, 0); err != nil {
+		return g, err
+	}
+	if g.MaxBatch, err = v.atLeastOne(key+".max_batch", fg.MaxBatch, 0); err != nil {
+		return g, err
+	}
+	if g.QueueSize, err = v.atLeastOne(key+".queue_size", fg.QueueSize, 0); err != nil {
+		return g, err
+	}
+	return g, nil
 }
 
 func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {

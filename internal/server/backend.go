@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -98,6 +99,9 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
 		}
+		if !strings.Contains(db.URL, "pool_max_conns") {
+			pcfg.MaxConns = poolSize(cfg)
+		}
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return nil, fmt.Errorf("error opening database pool: %w", err)
@@ -133,6 +137,17 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 	default:
 		return nil, fmt.Errorf("%w: driver %q", ErrUnsupportedDatabase, db.Driver)
 	}
+}
+
+// poolSize is the connections serve can use at once, unless the URL's pool_max_conns
+// says otherwise: every worker's transaction, the group commits' flushers, the
+// dispatcher's deliveries, and a few for claims, /readyz and the status figures.
+// pgx's own default (4 on a 4-core machine) would make them queue for each other.
+func poolSize(cfg *config.Config) int32 {
+	w := cfg.Worker.WithDefaults()
+	accept := max(cfg.Accept.Flushers, 2)
+	sync := max(cfg.Sync.Flushers, 8)
+	return int32(w.Concurrency + accept + sync + cfg.Outbox.WithDefaults().Concurrency + 4)
 }
 
 // usesBilling reports whether an endpoint of cfg uses the billing handlers, whose
@@ -232,7 +247,7 @@ func outboxWriters(cfg *config.Config) map[string]bool {
 
 // inboxConfig is the library configuration for cfg.
 func inboxConfig(cfg *config.Config, logger *slog.Logger, observer hookinbox.Observer) *hookinbox.Config {
-	hc := &hookinbox.Config{Worker: cfg.Worker, Logger: logger, Observer: observer}
+	hc := &hookinbox.Config{Worker: cfg.Worker, Accept: cfg.Accept, Sync: cfg.Sync, Logger: logger, Observer: observer}
 	for _, ep := range cfg.Endpoints {
 		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
 			Name: ep.Name, Verifier: ep.Verifier, Mode: ep.Mode, MaxBodyBytes: ep.MaxBodyBytes,
