@@ -1,0 +1,150 @@
+// Command plot draws rate against concurrency from `hookinbox bench --json` reports,
+// one JSON object per line, as an SVG with a panel per mode: hookinbox's rate and, where
+// the report has one, pgbench's on the same SQL in the same run.
+//
+//	go run ./bench/plot bench/results/*.jsonl > docs/benchmarks.svg
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+type report struct {
+	Mode        string  `json:"mode"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate"`
+	Drain       *struct {
+		Workers int `json:"workers"`
+	} `json:"drain"`
+	Pgbench *struct {
+		TPS float64 `json:"tps"`
+	} `json:"pgbench"`
+}
+
+type point struct{ x, hookinbox, pgbench float64 }
+
+func main() {
+	byMode := map[string][]point{}
+	for _, path := range os.Args[1:] {
+		if err := read(path, byMode); err != nil {
+			fmt.Fprintln(os.Stderr, "plot:", err)
+			os.Exit(1)
+		}
+	}
+	if len(byMode) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: plot REPORT.jsonl... > out.svg")
+		os.Exit(2)
+	}
+	draw(os.Stdout, byMode)
+}
+
+func read(path string, byMode map[string][]point) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var r report
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		x := float64(r.Concurrency)
+		if r.Drain != nil && r.Drain.Workers > 0 {
+			x = float64(r.Drain.Workers)
+		}
+		p := point{x: x, hookinbox: r.Rate}
+		if r.Pgbench != nil {
+			p.pgbench = r.Pgbench.TPS
+		}
+		byMode[r.Mode] = append(byMode[r.Mode], p)
+	}
+	return sc.Err()
+}
+
+const (
+	panelW, panelH = 360, 260
+	margin         = 50
+)
+
+func draw(w io.Writer, byMode map[string][]point) {
+	modes := make([]string, 0, len(byMode))
+	for m := range byMode {
+		modes = append(modes, m)
+	}
+	sort.Strings(modes)
+	width := len(modes)*(panelW+margin) + margin
+	height := panelH + 2*margin + 30
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", width, height)
+	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	for n, mode := range modes {
+		pts := byMode[mode]
+		sort.Slice(pts, func(a, b int) bool { return pts[a].x < pts[b].x })
+		ox, oy := float64(margin+n*(panelW+margin)), float64(margin)
+		panel(w, mode, pts, ox, oy)
+	}
+	fmt.Fprintf(w, `<text x="%d" y="%d"><tspan fill="#1f77b4">━ hookinbox</tspan>   <tspan fill="#d62728">┅ pgbench, same SQL, same run</tspan>   x: concurrency (senders, or workers for drain); y: per second</text>`+"\n",
+		margin, height-12)
+	fmt.Fprintln(w, "</svg>")
+}
+
+func panel(w io.Writer, mode string, pts []point, ox, oy float64) {
+	maxX, maxY := 1.0, 1.0
+	for _, p := range pts {
+		maxX = math.Max(maxX, p.x)
+		maxY = math.Max(maxY, math.Max(p.hookinbox, p.pgbench))
+	}
+	maxY = niceCeil(maxY)
+	// x on a log scale: concurrencies are 1, 2, 4, ... 256.
+	px := func(x float64) float64 { return ox + panelW*math.Log2(math.Max(x, 1))/math.Max(math.Log2(maxX), 1) }
+	py := func(y float64) float64 { return oy + panelH - panelH*y/maxY }
+	fmt.Fprintf(w, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", ox, oy-10, mode)
+	fmt.Fprintf(w, `<rect x="%.0f" y="%.0f" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", ox, oy, panelW, panelH)
+	for i := 0; i <= 4; i++ {
+		y := maxY * float64(i) / 4
+		fmt.Fprintf(w, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end">%.0f</text>`+"\n",
+			ox, ox+panelW, py(y), py(y), ox-4, py(y)+4, y)
+	}
+	for _, p := range pts {
+		fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f</text>`+"\n", px(p.x), oy+panelH+14, p.x)
+	}
+	line(w, pts, px, py, func(p point) float64 { return p.hookinbox }, "#1f77b4", "")
+	line(w, pts, px, py, func(p point) float64 { return p.pgbench }, "#d62728", `stroke-dasharray="5,3"`)
+}
+
+func line(w io.Writer, pts []point, px, py func(float64) float64, y func(point) float64, color, dash string) {
+	var path []string
+	for _, p := range pts {
+		if y(p) <= 0 {
+			continue
+		}
+		path = append(path, fmt.Sprintf("%.1f,%.1f", px(p.x), py(y(p))))
+		fmt.Fprintf(w, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", px(p.x), py(y(p)), color)
+	}
+	if len(path) > 1 {
+		fmt.Fprintf(w, `<polyline fill="none" stroke="%s" stroke-width="2" %s points="%s"/>`+"\n", color, dash, strings.Join(path, " "))
+	}
+}
+
+func niceCeil(v float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= v {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
