@@ -40,6 +40,12 @@ type Config struct {
 	// Defaults to slog.Default().
 	Logger *slog.Logger
 
+	// PollOnly turns off waking other processes' workers (PostgreSQL's LISTEN/NOTIFY):
+	// workers then find receipts received by other processes at their next poll
+	// (WorkerConfig.PollInterval). Set it behind a pooler in transaction mode, where a
+	// listening session cannot be kept.
+	PollOnly bool
+
 	// Observer is told of every delivery and worker attempt, e.g. to export metrics.
 	//
 	// Defaults to none.

@@ -45,3 +45,9 @@ func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*driver.Re
 
 // SyncQueuedForTest returns the number of sync deliveries waiting for a group.
 func (i *Inbox[TTx]) SyncQueuedForTest() int { return i.syncer.Queued() }
+
+// ClaimsForTest returns how many claim statements the workers have run.
+func (i *Inbox[TTx]) ClaimsForTest() int64 { return i.claims.Load() }
+
+// WorkerConcurrencyForTest returns the number of workers Run starts.
+func (i *Inbox[TTx]) WorkerConcurrencyForTest() int { return i.worker.Concurrency }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/internal/groupcommit"
@@ -36,6 +37,12 @@ type Inbox[TTx any] struct {
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
 	// syncer commits sync and hybrid deliveries in shared transactions.
 	syncer *groupcommit.Committer[*syncDelivery[TTx], syncResult]
+
+	// remote wakes the workers of other processes.
+	remote *remoteWaker
+
+	// claims counts the workers' claim statements, for tests that wait on them.
+	claims atomic.Int64
 }
 
 type endpoint struct {
@@ -86,6 +93,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
 	i.syncer = i.newSyncer(sync)
+	i.remote = newRemoteWaker(d, config.PollOnly)
 	for _, ec := range config.Endpoints {
 		ec = ec.withDefaults()
 		if err := ec.validate(); err != nil {

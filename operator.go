@@ -113,7 +113,7 @@ func NewOperator(exec driver.Executor, config *OperatorConfig) *Operator {
 // Operator returns the operator functions on the inbox's database, with the inbox's
 // providers' retry windows as the minimum retention and its workers woken by a retry.
 func (i *Inbox[TTx]) Operator() *Operator {
-	return NewOperator(i.driver.Executor(), &OperatorConfig{MinRetention: i.MinRetention(), RetriedFunc: i.notifyWorkers})
+	return NewOperator(i.driver.Executor(), &OperatorConfig{MinRetention: i.MinRetention(), RetriedFunc: i.announce})
 }
 
 // Stats summarise the inbox for monitoring.

@@ -47,7 +47,7 @@ func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
 	case ModeAsync:
 		out, err := i.insertReceipt(ctx, ev, false, OutcomeAccepted)
 		if out == OutcomeAccepted {
-			i.notifyWorkers()
+			i.announce()
 		}
 		return out, err
 	case ModeHybrid:
@@ -122,7 +122,7 @@ func (i *Inbox[TTx]) receiveAfterHandlerFailure(ctx context.Context, ev Event, h
 	}
 	i.logger.WarnContext(ctx, "hookinbox: handler failed, receipt kept for workers",
 		"endpoint", ev.Endpoint, "event_id", ev.ID, "event_type", ev.Type, "error", herr.Err.Error())
-	i.notifyWorkers()
+	i.announce()
 	return OutcomeAccepted, nil
 }
 

@@ -136,7 +136,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		if res[n].out == OutcomeAccepted {
 			i.logger.WarnContext(ctx, "hookinbox: handler failed, receipt kept for workers",
 				"endpoint", group[n].ev.Endpoint, "event_id", group[n].ev.ID, "event_type", group[n].ev.Type)
-			i.notifyWorkers()
+			i.announce()
 		}
 	}
 	return nil

@@ -40,6 +40,8 @@ type setupOpts struct {
 	noBilling bool
 	// logs, when set, receives the inbox's log lines too.
 	logs *lockedBuffer
+	// pollOnly turns off waking other processes.
+	pollOnly bool
 }
 
 // The test endpoints: one per mode, plus a second sync endpoint to show that the
@@ -117,10 +119,11 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 			{Name: epAsync, Verifier: v, Mode: hookinbox.ModeAsync},
 			{Name: epHybrid, Verifier: v, Mode: hookinbox.ModeHybrid},
 		},
-		Worker: o.worker,
-		Accept: o.accept,
-		Sync:   o.sync,
-		Logger: testLoggerTo(t, o.logs),
+		Worker:   o.worker,
+		Accept:   o.accept,
+		Sync:     o.sync,
+		PollOnly: o.pollOnly,
+		Logger:   testLoggerTo(t, o.logs),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ func (i *Inbox[TTx]) Run(ctx context.Context) error {
 		return nil
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { i.listen(ctx) })
 	for range i.worker.Concurrency {
 		wg.Go(func() { i.workLoop(ctx, endpoints) })
 	}
@@ -85,6 +86,7 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string) {
 func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*driver.Receipt, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
+	defer i.claims.Add(1)
 	return i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
 		Endpoints:   endpoints,
 		Limit:       i.worker.BatchSize,

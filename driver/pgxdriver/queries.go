@@ -267,6 +267,15 @@ UPDATE hookinbox_effect
 
 	sqlSetStatementTimeout = `SELECT set_config('statement_timeout', $1, true)`
 
+	// Notification channels carry the schema, so that schemas (tenants, tests) on one
+	// server do not wake each other; NOTIFY's channel is an expression, LISTEN's a name.
+	// A name would be cut at 63 bytes: a long one is replaced by its digest.
+	sqlChannel = `CASE WHEN length($1::text || ':' || current_schema()) <= 63
+            THEN $1::text || ':' || current_schema()
+            ELSE 'hookinbox:' || md5($1::text || ':' || current_schema()) END`
+	sqlNotifyChannel = `SELECT ` + sqlChannel
+	sqlNotify        = `SELECT pg_notify(` + sqlChannel + `, '')`
+
 	// One name for every delivery's mark in a shared transaction: ROLLBACK TO returns
 	// to the latest one.
 	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`

@@ -72,6 +72,9 @@ type Config struct {
 	// Worker configures the workers; zero fields take the library's defaults.
 	Worker hookinbox.WorkerConfig
 
+	// PollOnly turns off LISTEN/NOTIFY between processes (worker.poll_only).
+	PollOnly bool
+
 	// Accept and Sync tune the group commits of async and of sync deliveries; zero
 	// fields take the library's defaults.
 	Accept, Sync hookinbox.GroupConfig

@@ -52,6 +52,7 @@ type fileEndpoint struct {
 type fileWorker struct {
 	Concurrency      *int    `yaml:"concurrency"`
 	BatchSize        *int    `yaml:"batch_size"`
+	PollOnly         bool    `yaml:"poll_only"`
 	Lease            *string `yaml:"lease"`
 	MaxAttempts      *int    `yaml:"max_attempts"`
 	StatementTimeout *string `yaml:"statement_timeout"`

@@ -60,6 +60,7 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if cfg.Sync, err = v.group("group_commit.sync", &fc.GroupCommit.Sync); err != nil {
 		return nil, err
 	}
+	cfg.PollOnly = fc.Worker.PollOnly
 	if cfg.Worker, err = v.worker(&fc.Worker); err != nil {
 		return nil, err
 	}

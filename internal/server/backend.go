@@ -247,7 +247,7 @@ func outboxWriters(cfg *config.Config) map[string]bool {
 
 // inboxConfig is the library configuration for cfg.
 func inboxConfig(cfg *config.Config, logger *slog.Logger, observer hookinbox.Observer) *hookinbox.Config {
-	hc := &hookinbox.Config{Worker: cfg.Worker, Accept: cfg.Accept, Sync: cfg.Sync, Logger: logger, Observer: observer}
+	hc := &hookinbox.Config{Worker: cfg.Worker, Accept: cfg.Accept, Sync: cfg.Sync, PollOnly: cfg.PollOnly, Logger: logger, Observer: observer}
 	for _, ep := range cfg.Endpoints {
 		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
 			Name: ep.Name, Verifier: ep.Verifier, Mode: ep.Mode, MaxBodyBytes: ep.MaxBodyBytes,

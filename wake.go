@@ -1,0 +1,87 @@
+package hookinbox
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+// Waking other processes. Workers of this process are woken through a channel; those
+// of other processes, when the driver can (PostgreSQL's LISTEN/NOTIFY), by a
+// notification sent after the receipts' commit, never inside a receipt's transaction
+// (PostgreSQL serialises the commits of notifying transactions), and coalesced: at
+// most one per notifyInterval, however many receipts arrive. Polling stays the
+// fallback, for a listener that is down or a pooler in transaction mode.
+
+// notifyInterval is the most often this process notifies other processes.
+const notifyInterval = 5 * time.Millisecond
+
+type remoteWaker struct {
+	notifier driver.Notifier // nil: the driver cannot, or Config.PollOnly
+	pending  chan struct{}
+	start    sync.Once
+}
+
+func newRemoteWaker(d any, pollOnly bool) *remoteWaker {
+	w := &remoteWaker{pending: make(chan struct{}, 1)}
+	if n, ok := d.(driver.Notifier); ok && !pollOnly {
+		w.notifier = n
+	}
+	return w
+}
+
+// announce wakes this process's workers, and those of other processes soon.
+func (i *Inbox[TTx]) announce() {
+	i.notifyWorkers()
+	w := i.remote
+	if w.notifier == nil {
+		return
+	}
+	select {
+	case w.pending <- struct{}{}:
+	default: // a notification is due already: this one rides along
+	}
+	w.start.Do(func() { go i.notifyLoop() })
+}
+
+func (i *Inbox[TTx]) notifyLoop() {
+	for range i.remote.pending {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := i.remote.notifier.Notify(ctx, driver.ChannelInbox); err != nil {
+			// Other processes poll meanwhile.
+			i.logger.Debug("hookinbox: error notifying other processes", "error", err.Error())
+		}
+		cancel()
+		time.Sleep(notifyInterval)
+	}
+}
+
+// listen wakes this process's workers on other processes' notifications until ctx
+// ends, listening again after a failure with a capped backoff; workers poll meanwhile.
+func (i *Inbox[TTx]) listen(ctx context.Context) {
+	n := i.remote.notifier
+	if n == nil {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := n.Listen(ctx, driver.ChannelInbox, i.notifyWorkers)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		i.logger.WarnContext(ctx, "hookinbox: not listening for other processes' receipts; workers poll until it listens again",
+			"error", err.Error(), "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
