@@ -64,6 +64,7 @@ Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		a.outboxCommand(),
 		a.cleanupCommand(),
 		a.sendCommand(),
+		a.benchCommand(),
 	)
 	return root
 }

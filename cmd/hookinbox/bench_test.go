@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/testdb"
+)
+
+// benchJSON is the part of bench --json the tests read: counts, never a rate or a
+// time, which depend on the machine.
+type benchJSON struct {
+	Mode          string           `json:"mode"`
+	Requests      int64            `json:"requests"`
+	Outcomes      map[string]int64 `json:"outcomes"`
+	Errors        map[string]int64 `json:"errors"`
+	ErrorCount    int64            `json:"error_count"`
+	Incomplete    string           `json:"incomplete"`
+	Schema        string           `json:"schema"`
+	DatabaseAfter *dbCounts        `json:"database_after"`
+	Drain         *drainReport     `json:"drain"`
+	Forward       *forwardReport   `json:"forward"`
+	Pgbench       *pgbenchReport   `json:"pgbench"`
+	Settings      benchSettings    `json:"settings"`
+}
+
+// TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
+// its own and checks that what bench reports is what the database holds: 200
+// requests, 200 receipts, no error, and pgbench's 200 transactions where it ran.
+func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode    string
+		args    []string
+		outcome string
+		// pending receipts and pending outbox messages afterwards; ledger entries.
+		pending, outboxPending, ledger int64
+	}{
+		{mode: "accept", args: []string{"--concurrency", "4"}, outcome: "accepted", pending: 200},
+		{mode: "sync", args: []string{"--concurrency", "4"}, outcome: "processed", ledger: 200, outboxPending: 200},
+		{mode: "drain", outcome: "accepted", ledger: 200, outboxPending: 200},
+		{mode: "drain", args: []string{"--backlog", "receive"}, outcome: "accepted", ledger: 200, outboxPending: 200},
+		{mode: "forward", args: []string{"--concurrency", "4"}, outcome: "accepted"},
+	}
+	for _, tt := range tests {
+		name := strings.Join(append([]string{tt.mode}, tt.args...), "_")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			args := append([]string{"bench", "--mode", tt.mode, "--count", "200", "--json",
+				"--database-url", testdb.URL(), "--schema", db.Schema}, tt.args...)
+			out := mustRun(t, childEnv(), args...)
+			var r benchJSON
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("bench --json printed no JSON object: %v\n%s", err, out)
+			}
+			if r.Requests != 200 || r.ErrorCount != 0 || len(r.Errors) != 0 || r.Outcomes[tt.outcome] != 200 || r.Incomplete != "" {
+				t.Fatalf("requests %d, errors %d %v, outcomes %v, incomplete %q; want 200 %s, none else:\n%s",
+					r.Requests, r.ErrorCount, r.Errors, r.Outcomes, r.Incomplete, tt.outcome, out)
+			}
+			if r.Schema != db.Schema {
+				t.Errorf("schema %q, want --schema %q", r.Schema, db.Schema)
+			}
+
+			var got dbCounts
+			ctx := context.Background()
+			if err := db.Pool.QueryRow(ctx, `
+SELECT (SELECT count(*) FROM hookinbox_inbox),
+       (SELECT count(*) FROM hookinbox_inbox WHERE state = 'pending'),
+       (SELECT count(*) FROM hookinbox_outbox),
+       (SELECT count(*) FROM hookinbox_outbox WHERE state = 'pending')`).Scan(
+				&got.Receipts, &got.ReceiptsPending, &got.OutboxMessages, &got.OutboxPending); err != nil {
+				t.Fatal(err)
+			}
+			var ledger int64
+			if tt.mode != "forward" {
+				if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries`).Scan(&ledger); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := dbCounts{Receipts: 200, ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
+			if tt.mode != "accept" {
+				want.OutboxMessages = 200
+			}
+			if got != want || ledger != tt.ledger {
+				t.Errorf("database holds %+v and %d ledger entries, want %+v and %d", got, ledger, want, tt.ledger)
+			}
+			if a := r.DatabaseAfter; a == nil || a.Receipts != got.Receipts || a.ReceiptsPending != got.ReceiptsPending ||
+				a.OutboxMessages != got.OutboxMessages || a.OutboxPending != got.OutboxPending {
+				t.Errorf("database_after %+v, the database holds %+v", a, got)
+			}
+
+			switch tt.mode {
+			case "drain":
+				if d := r.Drain; d == nil || d.Backlog != 200 || d.Processed != 200 || d.FailedAttempts != 0 || len(d.Tenths) != 10 {
+					t.Errorf("drain %+v, want a backlog of 200 processed in ten tenths", d)
+				} else {
+					var sum int64
+					for _, tenth := range d.Tenths {
+						sum += tenth.Events
+					}
+					if sum != 200 {
+						t.Errorf("the tenths add up to %d events, want 200", sum)
+					}
+				}
+			case "forward":
+				if f := r.Forward; f == nil || f.Accepted != 200 || f.Delivered != 200 {
+					t.Errorf("forward %+v, want 200 accepted and delivered", f)
+				}
+			}
+			checkPgbench(t, tt.mode, r.Pgbench)
+		})
+	}
+}
+
+// checkPgbench checks the anchor's count where pgbench is installed: the same 200
+// transactions, none failed. Elsewhere bench must say why it did not run.
+func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
+	t.Helper()
+	switch {
+	case mode != "sync" && mode != "accept":
+		if p != nil {
+			t.Errorf("--mode %s has no pgbench anchor, but pgbench reported %+v", mode, p)
+		}
+	case p == nil:
+		t.Errorf("no pgbench report")
+	case p.Skipped != "":
+		t.Logf("pgbench not run: %s", p.Skipped)
+	case p.Error != "" || p.Transactions != 200 || p.Failed != 0:
+		t.Errorf("pgbench: %d transactions, %d failed, error %q; want 200, 0, none", p.Transactions, p.Failed, p.Error)
+	}
+}
+
+// A fresh schema is the run's own: dropped at the end, the pgbench schema too.
+func TestBench_DropsItsSchemas(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t) // for a pool on the server; bench makes its own schemas
+	out := mustRun(t, childEnv(), "bench", "--mode", "accept", "--count", "20", "--concurrency", "2", "--json",
+		"--database-url", testdb.URL())
+	var r benchJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.HasPrefix(r.Schema, "hookinbox_bench_") {
+		t.Fatalf("schema %q, want a fresh hookinbox_bench_...", r.Schema)
+	}
+	var left int
+	if err := db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_namespace WHERE nspname = $1`, r.Schema).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("schema %s is still there", r.Schema)
+	}
+	if r.Settings.Database != "postgres" || r.Settings.ServerVersion == "" || r.Settings.Autovacuum == "" ||
+		r.Settings.Fsync == "" || r.Settings.SynchronousCommit == "" || r.Settings.Cores < 1 || r.Settings.GOMAXPROCS < 1 {
+		t.Errorf("settings %+v: want the server's and the machine's", r.Settings)
+	}
+}
+
+func TestBench_SQLite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bench.db")
+	out := mustRun(t, childEnv(), "bench", "--mode", "sync", "--count", "50", "--concurrency", "2", "--json",
+		"--database-url", "sqlite:"+path)
+	var r benchJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Requests != 50 || r.Outcomes["processed"] != 50 || r.ErrorCount != 0 {
+		t.Errorf("requests %d, outcomes %v, errors %v: want 50 processed", r.Requests, r.Outcomes, r.Errors)
+	}
+	if a := r.DatabaseAfter; a == nil || a.Receipts != 50 || a.LedgerEntries == nil || *a.LedgerEntries != 50 {
+		t.Errorf("database_after %+v, want 50 receipts and ledger entries", a)
+	}
+	if r.Pgbench == nil || r.Pgbench.Skipped == "" {
+		t.Errorf("pgbench %+v on SQLite, want skipped", r.Pgbench)
+	}
+}
+
+func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain or forward`},
+		{[]string{"--count", "10", "--duration", "1s"}, "give --count or --duration, not both"},
+		{[]string{"--count", "0"}, "--count must be at least 1"},
+		{[]string{"--concurrency", "0"}, "--concurrency must be at least 1"},
+		{[]string{"--duplicates", "1"}, "--duplicates must be between 0 and 0.9"},
+		{[]string{"--mode", "drain", "--duration", "5s"}, "not a --duration"},
+		{[]string{"--mode", "drain", "--duplicates", "0.1"}, "distinct receipts"},
+		{[]string{"--backlog", "receive"}, "--backlog is for --mode drain"},
+		{[]string{"--mode", "drain", "--backlog", "copy"}, `--backlog "copy": want http or receive`},
+		{[]string{"--url", "http://127.0.0.1:1/x", "--mode", "drain", "--secret", "s"}, "not with --url"},
+		{[]string{"--url", "http://127.0.0.1:1/x"}, "no signing secret"},
+		{[]string{"--url", "http://127.0.0.1:1/x", "--secret-env", "NOPE"}, "environment variable NOPE is empty or unset"},
+		{[]string{"--url", "http://127.0.0.1:1/x", "--secret", "s", "--schema", "x"}, "not --url"},
+		{[]string{"--secret", "s"}, "sign for a --url endpoint"},
+		{[]string{"--provider", "github"}, "takes Stripe's events"},
+		{[]string{"--mode", "forward", "--provider", "gitlab"}, "--provider gitlab: want one of"},
+		{[]string{"--schema", "Bench-1"}, `--schema "Bench-1": want a lower-case identifier`},
+		{[]string{"--schema", "b", "--keep"}, "--schema is always kept"},
+		{[]string{"--database-url", "mysql://x/y"}, `--database-url: unsupported database URL: scheme "mysql"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, "_"), func(t *testing.T) {
+			t.Parallel()
+			r := runInProcess(t, nil, append([]string{"bench"}, tt.args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.msg) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.msg)
+			}
+		})
+	}
+}
+
+// bench/*.pgbench are the scripts bench runs; a change to the one must be made to the
+// other.
+func TestBench_PgbenchScriptsAreTheFilesInBench(t *testing.T) {
+	t.Parallel()
+	for mode, s := range pgbenchScripts {
+		b, err := os.ReadFile(filepath.Join("..", "..", "bench", s.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != s.text {
+			t.Errorf("bench/%s differs from the script bench runs for --mode %s (cmd/hookinbox/bench_pgbench.go)", s.file, mode)
+		}
+	}
+}
+
+func TestBench_Summaries(t *testing.T) {
+	t.Parallel()
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	if got, want := *summarize(lat), (latencySummary{P50: 50, P90: 90, P99: 99, Max: 100}); got != want {
+		t.Errorf("summarize(1..100 ms) = %+v, want %+v", got, want)
+	}
+	if summarize(nil) != nil {
+		t.Error("summarize(nil) is not nil")
+	}
+
+	var pr pgbenchReport
+	parsePgbench(`number of transactions actually processed: 200/200
+number of failed transactions: 0 (0.000%)
+latency average = 1.163 ms
+initial connection time = 3.1 ms
+tps = 1720.456 (without initial connection time)
+`, &pr)
+	if pr.Transactions != 200 || pr.Failed != 0 || pr.TPS != 1720.5 {
+		t.Errorf("parsed %+v", pr)
+	}
+	got, err := appendLatencies(nil, strings.NewReader("0 1 8406 0 1796104754 498824\n1 1 failed 0 1796104754 498842\n0 2 604 0 1796104754 499448\n"))
+	if err != nil || len(got) != 2 || got[0] != 8406*time.Microsecond || got[1] != 604*time.Microsecond {
+		t.Errorf("latencies %v, %v", got, err)
+	}
+
+	u, err := libpqURL("postgres://u:p@h:5432/db?sslmode=disable&pool_max_conns=20&search_path=x&application_name=a")
+	if err != nil || u != "postgres://u:p@h:5432/db?application_name=a&sslmode=disable" {
+		t.Errorf("libpqURL = %q, %v", u, err)
+	}
+}
