@@ -123,9 +123,10 @@ prepared (-M prepared) as pgx prepares it. The ratio hookinbox/pgbench is hookin
 rate divided by pgbench's transactions per second: the share of the database's own
 limit for that SQL that hookinbox reaches with HTTP, signature checks, JSON, its
 handlers and its pool in front of it (1.0: none of that costs throughput). pgbench
-opens one session per client, hookinbox's pool at most pool_max_conns (default the
-larger of 4 and the cores; ?pool_max_conns=N in --database-url sets it), so the
-ratio can exceed 1 where fewer sessions do better, and so it can where hookinbox
+opens one session per client, hookinbox's pool at most pool_max_conns (by default
+serve's: enough for every worker, flusher and outbox delivery at once; a
+?pool_max_conns=N in --database-url sets it), so the ratio can exceed 1 where fewer
+sessions do better, and so it can where hookinbox
 commits several deliveries in one transaction (group commit): the scripts commit
 each delivery alone, as the seed's receiver does. With --duplicates there is no
 ratio: duplicates write nothing, pgbench's transactions are all new events. drain

@@ -271,6 +271,9 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 	backend, err := server.Open(ctx, bdb.db, cfg, server.OpenOptions{
 		Logger: logger, Observer: obs, Dispatch: true, OutboxObserver: metrics,
 	})
+	if err == nil && backend.PoolMaxConns > 0 {
+		r.Settings.PoolMaxConns = backend.PoolMaxConns // sized by serve's rule, not pgx's default
+	}
 	if err != nil {
 		if errors.Is(err, server.ErrUnsupportedDatabase) {
 			return &usageError{err}

@@ -49,6 +49,9 @@ type Backend struct {
 	// Database is the store the backend was opened on.
 	Database config.Database
 
+	// PoolMaxConns is the size of the PostgreSQL pool (0 on SQLite).
+	PoolMaxConns int32
+
 	sinks *sinks
 	// lines are the migration lines this configuration needs: hookinbox's own, and
 	// billing's when an endpoint uses the billing handlers.
@@ -108,6 +111,9 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		}
 		drv := pgxdriver.New(pool)
 		b, err := newBackend(db, drv, pool.Close, billing.Register, cfg, opts)
+		if err == nil {
+			b.PoolMaxConns = pcfg.MaxConns
+		}
 		if err == nil && usesBilling(cfg) {
 			b.lines = append(b.lines, migrationLine{
 				name:    "billing",
