@@ -1,12 +1,11 @@
 // Command plot draws rate against concurrency from `hookinbox bench --json` reports,
-// one JSON object per line, as an SVG with a panel per mode: hookinbox's rate and, where
+// one JSON object after another, as an SVG with a panel per mode: hookinbox's rate and, where
 // the report has one, pgbench's on the same SQL in the same run.
 //
-//	go run ./bench/plot bench/results/*.jsonl > docs/benchmarks.svg
+//	go run ./bench/plot bench/results/*.json > docs/benchmarks.svg
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,15 +50,14 @@ func read(path string, byMode map[string][]point) error {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
+	dec := json.NewDecoder(f) // reports one after another, indented or not
+	for {
 		var r report
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
+		err := dec.Decode(&r)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		x := float64(r.Concurrency)
@@ -72,7 +70,6 @@ func read(path string, byMode map[string][]point) error {
 		}
 		byMode[r.Mode] = append(byMode[r.Mode], p)
 	}
-	return sc.Err()
 }
 
 const (
