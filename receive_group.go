@@ -146,9 +146,6 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 // delivery's own (its receipt refused, its handler failed) is returned after rolling
 // back to the savepoint; errGroupFailed means the transaction cannot go on.
 func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TTx], d *syncDelivery[TTx]) (Outcome, error) {
-	if err := tx.Savepoint(ctx); err != nil {
-		return "", errGroupFailed
-	}
 	undo := func(err error) (Outcome, error) {
 		if errors.Is(err, driver.ErrUnavailable) || errors.Is(err, driver.ErrConflict) ||
 			errors.Is(err, context.DeadlineExceeded) {
@@ -160,7 +157,7 @@ func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TT
 		}
 		return "", err
 	}
-	inserted, err := tx.InboxInsert(ctx, i.receiptParams(d.ev, true, OutcomeProcessed))
+	inserted, err := tx.SavepointInboxInsert(ctx, i.receiptParams(d.ev, true, OutcomeProcessed))
 	if err != nil {
 		return undo(err)
 	}

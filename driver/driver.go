@@ -161,6 +161,10 @@ type ExecutorTx[TTx any] interface {
 	Savepoint(ctx context.Context) error
 	RollbackToSavepoint(ctx context.Context) error
 
+	// SavepointInboxInsert is Savepoint followed by InboxInsert, in one round trip
+	// where the database's protocol allows it.
+	SavepointInboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
+
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }

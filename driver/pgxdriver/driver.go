@@ -7,6 +7,7 @@ package pgxdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -68,6 +69,30 @@ func (e *executorTx) Savepoint(ctx context.Context) error {
 		return translate(fmt.Errorf("error taking savepoint: %w", err))
 	}
 	return nil
+}
+
+// SavepointInboxInsert sends the savepoint and the insert as one pipelined batch.
+func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlSavepoint)
+	b.Queue(sqlInboxInsert, inboxInsertArgs(p)...)
+	br := e.tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return false, translate(fmt.Errorf("error taking savepoint: %w", err))
+	}
+	var inserted bool
+	err := br.QueryRow().Scan(&inserted)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, translate(fmt.Errorf("error inserting receipt: %w", err))
+	}
+	return true, nil
 }
 
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {

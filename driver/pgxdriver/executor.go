@@ -20,11 +20,7 @@ type executor struct {
 
 func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
 	var inserted bool
-	err := e.db.QueryRow(ctx, sqlInboxInsert,
-		p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
-		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts),
-	).Scan(&inserted)
+	err := e.db.QueryRow(ctx, sqlInboxInsert, inboxInsertArgs(p)...).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -32,6 +28,12 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 		return false, translate(fmt.Errorf("error inserting receipt: %w", err))
 	}
 	return true, nil
+}
+
+func inboxInsertArgs(p *driver.InboxInsertParams) []any {
+	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
+		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
+		driver.AttemptLimit(p.MaxAttempts)}
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {

@@ -153,6 +153,15 @@ func (e *executorTx) Savepoint(ctx context.Context) error {
 	return nil
 }
 
+// SavepointInboxInsert runs the two statements one after the other: SQLite is in the
+// process, a round trip costs nothing.
+func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	if err := e.Savepoint(ctx); err != nil {
+		return false, err
+	}
+	return e.InboxInsert(ctx, p)
+}
+
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {
 	if _, err := e.tx.ExecContext(ctx, sqlRollbackToSavepoint); err != nil {
 		return translate(fmt.Errorf("error rolling back to savepoint: %w", err))
