@@ -40,8 +40,9 @@ const MaxKeyLength = 255
 var ErrInvalidKey = errors.New("invalid effect key")
 
 // ErrNotRecorded is returned, with fn's result, when fn succeeded but its result could
-// not be recorded (the lease ran out, or the database failed). The effect happened; a
-// later Do may call fn again, which the provider's idempotency key should absorb.
+// not be recorded (the lease ran out, or the database failed or did not answer within
+// Config.RecordTimeout). The effect happened; a later Do may call fn again, which the
+// provider's idempotency key should absorb.
 var ErrNotRecorded = errors.New("effect made but not recorded")
 
 var emailLike = regexp.MustCompile(`[^\s@:<>]+@[^\s@:<>]+\.[A-Za-z]{2,}`)
@@ -83,6 +84,15 @@ type Config struct {
 	//
 	// Defaults to 50 milliseconds.
 	PollInterval time.Duration
+
+	// RecordTimeout bounds the statement that records fn's result, or that releases
+	// the key after fn failed. It runs even when ctx was cancelled during the call
+	// (the call was made), so this bound is what keeps Do from waiting on a database
+	// that stopped answering. A result not recorded in time is returned with
+	// ErrNotRecorded; a key not released in time is taken over when its lease ends.
+	//
+	// Defaults to 10 seconds.
+	RecordTimeout time.Duration
 }
 
 // Recorder records effects in the effects table.
@@ -103,6 +113,9 @@ func New(ex driver.Executor, config *Config) *Recorder {
 	if c.PollInterval <= 0 {
 		c.PollInterval = 50 * time.Millisecond
 	}
+	if c.RecordTimeout <= 0 {
+		c.RecordTimeout = 10 * time.Second
+	}
 	return &Recorder{ex: ex, config: c}
 }
 
@@ -112,7 +125,9 @@ func New(ex driver.Executor, config *Config) *Recorder {
 // and returns its result (or takes over if that caller fails or its lease runs out).
 //
 // fn receives the key, to send as the provider's idempotency key, and a context that
-// ends with the lease.
+// ends with the lease. Once fn has returned, its result is recorded (or the key
+// released) even if ctx was cancelled meanwhile, within Config.RecordTimeout: a
+// database that stops answering makes Do return ErrNotRecorded, never hang.
 func (r *Recorder) Do(ctx context.Context, key string, fn func(ctx context.Context, key string) ([]byte, error)) ([]byte, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -145,8 +160,10 @@ func (r *Recorder) call(ctx context.Context, key string, token int64, fn func(co
 	fctx, cancel := context.WithTimeout(ctx, r.config.Lease)
 	result, err := fn(fctx, key)
 	cancel()
-	// Recording happens even if ctx was cancelled meanwhile: the call was made.
-	rctx := context.WithoutCancel(ctx)
+	// Recording happens even if ctx was cancelled meanwhile (the call was made), but
+	// within RecordTimeout: past it the lease decides, as after a crash.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), r.config.RecordTimeout)
+	defer rcancel()
 	if err != nil {
 		if rerr := r.ex.EffectRelease(rctx, key, token); rerr != nil {
 			return nil, errors.Join(err, rerr) // the lease ends on its own

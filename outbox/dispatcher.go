@@ -44,6 +44,19 @@ type Config struct {
 	// Defaults to 10 seconds.
 	DeliveryTimeout time.Duration
 
+	// RecordTimeout bounds each statement that records a delivery's result: marking
+	// the message published, or recording the failure. A result is recorded even
+	// after a stop request (the delivery was made), so this bound is what keeps a
+	// database that stopped answering (a lock held, a partition) from holding Run. A
+	// result not recorded in time is logged and left to the lease: the message is
+	// delivered again when its lease ends, with the same idempotency key.
+	//
+	// Run returns at most DeliveryTimeout + RecordTimeout after its context is
+	// cancelled.
+	//
+	// Defaults to 10 seconds.
+	RecordTimeout time.Duration
+
 	// MaxAttempts is the number of deliveries after which a message is no longer
 	// claimed and needs review.
 	//
@@ -81,6 +94,9 @@ func (c Config) withDefaults() Config {
 	if c.DeliveryTimeout == 0 {
 		c.DeliveryTimeout = min(10*time.Second, c.Lease/2)
 	}
+	if c.RecordTimeout == 0 {
+		c.RecordTimeout = defaultRecordTimeout
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 20
 	}
@@ -108,6 +124,8 @@ func (c Config) validate() error {
 		return errors.New("outbox: concurrency, max attempts and poll interval must be positive")
 	case c.DeliveryTimeout <= 0 || c.DeliveryTimeout >= c.Lease:
 		return fmt.Errorf("outbox: delivery timeout (%s) must be positive and shorter than the lease (%s)", c.DeliveryTimeout, c.Lease)
+	case c.RecordTimeout < 0:
+		return fmt.Errorf("outbox: record timeout (%s) must be positive", c.RecordTimeout)
 	}
 	return nil
 }
@@ -123,8 +141,12 @@ func defaultRetryDelay(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// claimTimeout bounds one claim statement.
-const claimTimeout = 10 * time.Second
+// claimTimeout bounds one claim statement; defaultRecordTimeout is the default of
+// Config.RecordTimeout.
+const (
+	claimTimeout         = 10 * time.Second
+	defaultRecordTimeout = 10 * time.Second
+)
 
 // Dispatcher delivers outbox messages. It is safe to run several, in one process or
 // many, on one database.
@@ -163,21 +185,58 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers messages until ctx is cancelled, then returns after the deliveries in
-// progress end (each is bounded by DeliveryTimeout).
+// Run delivers messages until ctx is cancelled, then stops claiming and returns once
+// the deliveries in progress have ended and their results are recorded: at most
+// DeliveryTimeout + RecordTimeout after ctx is cancelled, whatever the database and
+// the receivers do (a Sink must return when its context ends, as HTTPSink and
+// NATSSink do).
+//
+// A claim in flight when ctx is cancelled is not interrupted by the stop (cancelled
+// mid-flight, it could still commit on the server and hide its message for a lease
+// with nobody delivering it), and what it claimed is delivered. It shares the same
+// allowance, though: whatever is still running when it has passed is abandoned. An
+// abandoned message, like one whose result was not recorded, keeps its counted
+// attempt and is delivered again, with the same idempotency key, when its lease
+// ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if len(d.config.Sinks) == 0 {
 		return errors.New("outbox: no sinks configured")
 	}
+	// work carries ctx's values but is cancelled only when the allowance after a stop
+	// has passed: claims, deliveries and records run under it, each with its own
+	// bound, so a stop lets them finish.
+	work, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		allowance := d.config.DeliveryTimeout + d.config.RecordTimeout
+		t := time.NewTimer(allowance)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			d.config.Logger.WarnContext(work, "hookinbox: outbox: stopping took longer than the delivery and record timeouts; abandoning what is in flight (it is delivered again when its lease ends)",
+				"allowance", allowance.String())
+			abandon()
+		}
+	}()
 	var wg sync.WaitGroup
 	for range d.config.Concurrency {
-		wg.Go(func() { d.loop(ctx) })
+		wg.Go(func() { d.loop(ctx, work) })
 	}
 	wg.Wait()
 	return nil
 }
 
-func (d *Dispatcher) loop(ctx context.Context) {
+// loop dispatches until ctx is cancelled. work is the context of the dispatching
+// itself, which a stop does not cancel.
+func (d *Dispatcher) loop(ctx, work context.Context) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	for {
@@ -188,7 +247,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		case <-idle.C:
 		}
 		for ctx.Err() == nil {
-			n, err := d.DispatchOnce(ctx)
+			n, err := d.dispatchOnce(work)
 			if err != nil {
 				if ctx.Err() == nil {
 					d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error claiming", "error", err.Error())
@@ -207,7 +266,16 @@ func (d *Dispatcher) loop(ctx context.Context) {
 
 // DispatchOnce claims one message and delivers it. It returns how many it claimed (0
 // or 1). Run calls it in a loop; a cron-like caller may call it directly.
+//
+// Cancelling ctx does not interrupt it (a claimed message is delivered and its result
+// recorded), but every step is bounded: the claim by 10 seconds, the delivery by
+// DeliveryTimeout, recording its result by RecordTimeout.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
+	return d.dispatchOnce(context.WithoutCancel(ctx))
+}
+
+// dispatchOnce is DispatchOnce under a context that a stop request does not cancel.
+func (d *Dispatcher) dispatchOnce(ctx context.Context) (int, error) {
 	msgs, err := d.claim(ctx)
 	if err != nil || len(msgs) == 0 {
 		return 0, err
@@ -219,11 +287,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 }
 
 // claim leases a message in its own committed statement: no transaction is held open
-// while the sink is called. A stop request does not interrupt the statement: a claim
-// cancelled in flight may still commit, and would hide its message for a whole lease
-// with nobody delivering it. A message that was claimed is delivered.
+// while the sink is called. A stop request does not interrupt the statement (ctx is
+// not cancelled by one): a claim cancelled in flight may still commit, and would hide
+// its message for a whole lease with nobody delivering it. A message that was claimed
+// is delivered. claimTimeout bounds the statement.
 func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
 	rows, err := d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
 		Destinations: d.destinations, Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
@@ -239,19 +308,25 @@ func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
 }
 
 // deliverAndMark delivers one claimed message and records the result under its
-// fencing token. A stop request lets the delivery finish within its timeout.
+// fencing token. ctx is not cancelled by a stop request, so the delivery finishes
+// within DeliveryTimeout and its result is recorded within RecordTimeout.
 func (d *Dispatcher) deliverAndMark(ctx context.Context, m *Message) {
-	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	sinkName, err := d.deliver(ctx, m)
 	result := "delivered"
 	if err == nil {
-		ok, merr := d.ex.OutboxMarkPublished(ctx, m.ID, m.FencingToken)
+		mctx, cancel := context.WithTimeout(ctx, d.config.RecordTimeout)
+		ok, merr := d.ex.OutboxMarkPublished(mctx, m.ID, m.FencingToken)
+		cancel()
 		switch {
 		case merr != nil:
-			// Delivered but not marked: the lease ends, it is delivered again with the
-			// same idempotency key, and the receiver drops the copy.
-			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error marking published", "outbox_id", m.ID, "error", merr.Error())
+			// Delivered but not marked (the database failed or did not answer in
+			// time): the lease ends, it is delivered again with the same idempotency
+			// key, and the receiver drops the copy. A mark still running on the server
+			// is fenced by the token: it marks the message only while this claim owns
+			// it.
+			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error marking published",
+				"outbox_id", m.ID, "fencing_token", m.FencingToken, "error", merr.Error())
 		case !ok:
 			result = "stale"
 			d.config.Logger.WarnContext(ctx, "hookinbox: outbox: lease lost before marking; a later claim owns the message",
@@ -306,9 +381,14 @@ func (d *Dispatcher) recordFailure(ctx context.Context, m *Message, err error) {
 	}
 	d.config.Logger.WarnContext(ctx, "hookinbox: outbox: delivery failed",
 		"outbox_id", m.ID, "destination", m.Destination, "attempt", m.Attempt, "next", next, "error", msg)
-	if ferr := d.ex.OutboxRecordFailure(ctx, &driver.OutboxFailureParams{
+	rctx, cancel := context.WithTimeout(ctx, d.config.RecordTimeout)
+	defer cancel()
+	if ferr := d.ex.OutboxRecordFailure(rctx, &driver.OutboxFailureParams{
 		ID: m.ID, ClaimToken: m.FencingToken, Error: msg, Delay: d.config.RetryDelayFunc(m.Attempt),
 	}); ferr != nil {
-		d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error recording failure", "outbox_id", m.ID, "error", ferr.Error())
+		// The attempt is counted and the lease still hides the message: it is
+		// delivered again when the lease ends.
+		d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error recording failure",
+			"outbox_id", m.ID, "fencing_token", m.FencingToken, "error", ferr.Error())
 	}
 }
