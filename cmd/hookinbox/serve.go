@@ -23,6 +23,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var (
 		f        dbFlags
 		listen   string
+		roles    []string
 		logLevel string
 	)
 	cmd := &cobra.Command{
@@ -39,6 +40,15 @@ does not wait for it: while NATS is unreachable, deliveries to it fail and are
 retried with backoff, and /readyz reports "nats":"disconnected" without failing.
 
 The config is validated before anything starts; a bad key is refused with exit 2.
+
+Roles: by default one serve runs all three of receivers (the endpoints), workers
+(async and hybrid processing) and dispatcher (the outbox). --role (or roles: in the
+config) runs some of them, so that each scales on its own on one database, e.g.
+replicas with --role receivers behind a load balancer and a few with --role
+workers,dispatcher. A process without receivers answers 404 on the endpoints' paths;
+/readyz and the hookinbox_role metric say which roles it runs. Workers in other
+processes are woken by LISTEN/NOTIFY (worker.poll_only turns it off), else they
+poll.
 
 Without a database URL (--database-url, HOOKINBOX_DATABASE_URL, database_url) serve
 keeps everything in the SQLite file sqlite_path, default ./hookinbox.db: it creates
@@ -65,6 +75,13 @@ way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.
 			if len(cfg.Endpoints) == 0 {
 				return &config.Error{File: cfg.Path, Key: "endpoints", Reason: "at least one endpoint is required"}
 			}
+			if len(roles) > 0 {
+				r, err := config.ParseRoles(roles)
+				if err != nil {
+					return usagef("--role: %v", err)
+				}
+				cfg.Roles = r
+			}
 			if listen != "" {
 				if _, _, err := net.SplitHostPort(listen); err != nil {
 					return usagef("--listen %q is not a host:port address", listen)
@@ -81,6 +98,7 @@ way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, host:port (overrides $"+config.EnvListen+" and listen)")
+	cmd.Flags().StringSliceVar(&roles, "role", nil, "what this process runs: receivers, workers, dispatcher, comma-separated (overrides roles in the config; default all three)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
 }

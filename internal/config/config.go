@@ -8,7 +8,10 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
@@ -36,6 +39,52 @@ const (
 	// The delivery timeout defaults to the smaller of this and half the lease.
 	DefaultOutboxDeliveryTimeout = 10 * time.Second
 )
+
+// The roles a serve process runs.
+const (
+	RoleReceivers  = "receivers"
+	RoleWorkers    = "workers"
+	RoleDispatcher = "dispatcher"
+)
+
+// AllRoles is every role, in the order they are listed.
+var AllRoles = []string{RoleReceivers, RoleWorkers, RoleDispatcher}
+
+// Roles is a set of roles. The zero value runs all of them.
+type Roles map[string]bool
+
+// Has reports whether role is in the set (every role for an empty set).
+func (r Roles) Has(role string) bool { return len(r) == 0 || r[role] }
+
+// List returns the roles in the set, in AllRoles' order.
+func (r Roles) List() []string {
+	var out []string
+	for _, role := range AllRoles {
+		if r.Has(role) {
+			out = append(out, role)
+		}
+	}
+	return out
+}
+
+// ParseRoles reads a list of roles ("receivers,workers"); an unknown name is an error.
+func ParseRoles(names []string) (Roles, error) {
+	r := Roles{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(AllRoles, n) {
+			return nil, fmt.Errorf("unknown role %q (want %s)", n, strings.Join(AllRoles, ", "))
+		}
+		r[n] = true
+	}
+	if len(r) == 0 {
+		return nil, fmt.Errorf("no role given (want some of %s)", strings.Join(AllRoles, ", "))
+	}
+	return r, nil
+}
 
 // Environment variables that override the file.
 const (
@@ -104,6 +153,11 @@ type Config struct {
 	// destination, such as the billing handler's InvoicePaymentBooked. Nil leaves
 	// them pending: the dispatcher does not claim them.
 	OutboxSink *Sink
+
+	// Roles are what this serve runs (roles: in the file, serve --role): RoleReceivers
+	// (the endpoints), RoleWorkers (async and hybrid processing), RoleDispatcher (the
+	// outbox). All three by default; split them to scale each on its own.
+	Roles Roles
 
 	// ShutdownTimeout bounds a graceful shutdown: in-flight requests and events in
 	// progress finish within it.

@@ -413,3 +413,20 @@ group_commit: {accept: {flushers: 3, max_batch: 100, queue_size: 50}, sync: {max
 		t.Fatalf("flushers 0: %v", err)
 	}
 }
+
+func TestParse_Roles(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("c.yaml", []byte(`roles: [workers, dispatcher]`), config.Options{LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Roles.Has(config.RoleReceivers) || !cfg.Roles.Has(config.RoleWorkers) || !cfg.Roles.Has(config.RoleDispatcher) {
+		t.Fatalf("roles %v", cfg.Roles.List())
+	}
+	if all, err := config.Parse("c.yaml", []byte(``), config.Options{LookupEnv: env(nil)}); err != nil || len(all.Roles.List()) != 3 {
+		t.Fatalf("default roles %v, %v; want all three", all.Roles.List(), err)
+	}
+	if _, err := config.Parse("c.yaml", []byte(`roles: [receiver]`), config.Options{LookupEnv: env(nil)}); err == nil || !strings.Contains(err.Error(), `roles: unknown role "receiver"`) {
+		t.Fatalf("unknown role: %v", err)
+	}
+}

@@ -27,6 +27,7 @@ type fileConfig struct {
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
+	Roles           stringList     `yaml:"roles"`
 }
 
 type fileEndpoint struct {

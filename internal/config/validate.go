@@ -67,6 +67,11 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if cfg.Outbox, cfg.OutboxSink, err = v.outbox(&fc.Outbox); err != nil {
 		return nil, err
 	}
+	if fc.Roles != nil {
+		if cfg.Roles, err = ParseRoles(fc.Roles); err != nil {
+			return nil, v.keyError("roles", "%s", err.Error())
+		}
+	}
 	if cfg.ShutdownTimeout, err = v.duration("shutdown_timeout", fc.ShutdownTimeout, DefaultShutdownTimeout); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -29,6 +30,7 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // during a NATS outage would instead refuse the providers' deliveries.
 type readiness struct {
 	backend *Backend
+	roles   []string
 	logger  *slog.Logger
 	ready   atomic.Int32 // 0 unknown, 1 ready, 2 not ready
 }
@@ -37,7 +39,17 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	applied, latest, err := rd.backend.SchemaVersion(ctx)
-	body := map[string]any{"schema_version": applied, "schema_latest": latest}
+	// The other migration lines this configuration needs (billing's) must be current
+	// too; CheckSchema names the one that is not.
+	var lineErr error
+	if err == nil && applied >= latest {
+		if cerr := rd.backend.CheckSchema(ctx); errors.Is(cerr, ErrSchemaNotCurrent) {
+			lineErr = cerr
+		} else {
+			err = cerr
+		}
+	}
+	body := map[string]any{"schema_version": applied, "schema_latest": latest, "roles": rd.roles}
 	if state, ok := rd.backend.NATSState(); ok {
 		body["nats"] = state
 	}
@@ -50,6 +62,10 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case applied < latest:
 		rd.transition(ctx, 2, "hookinbox: not ready: schema not current", "applied", applied, "latest", latest)
 		body["status"], body["error"] = "schema_not_current", "database schema is not current: run hookinbox migrate"
+		writeJSON(w, http.StatusServiceUnavailable, body)
+	case lineErr != nil:
+		rd.transition(ctx, 2, "hookinbox: not ready: schema not current", "error", lineErr.Error())
+		body["status"], body["error"] = "schema_not_current", lineErr.Error()
 		writeJSON(w, http.StatusServiceUnavailable, body)
 	default:
 		rd.transition(ctx, 1, "hookinbox: ready", "schema_version", applied)

@@ -39,6 +39,18 @@ var (
 )
 
 // NewMetrics returns the metrics, with nothing observed yet.
+// SetRoles exports the roles this process runs, as hookinbox_role{role} = 1 for each.
+func (m *Metrics) SetRoles(roles []string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hookinbox_role",
+		Help: "1 for each role this process runs: receivers, workers, dispatcher (serve --role).",
+	}, []string{"role"})
+	for _, r := range roles {
+		g.WithLabelValues(r).Set(1)
+	}
+	m.registry.MustRegister(g)
+}
+
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),

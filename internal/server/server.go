@@ -39,7 +39,8 @@ const (
 var ErrShutdownDeadline = errors.New("shutdown deadline exceeded")
 
 // Server serves a configuration: every endpoint on its path, /healthz, /readyz and
-// /metrics, the workers and the outbox dispatcher.
+// /metrics, the workers and the outbox dispatcher — each of the three as the config's
+// roles say.
 type Server struct {
 	cfg     *config.Config
 	backend *Backend
@@ -52,13 +53,16 @@ type Server struct {
 func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Logger) *Server {
 	metrics.CollectStats(backend.Operator.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
+	metrics.SetRoles(cfg.Roles.List())
 	mux := http.NewServeMux()
-	for _, ep := range cfg.Endpoints {
-		// Every method: the endpoint itself answers 405 in JSON to anything but POST.
-		mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
+	if cfg.Roles.Has(config.RoleReceivers) {
+		for _, ep := range cfg.Endpoints {
+			// Every method: the endpoint itself answers 405 in JSON to anything but POST.
+			mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
+		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /readyz", &readiness{backend: backend, logger: logger})
+	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger})
 	mux.Handle("GET /metrics", metrics.Handler())
 	return &Server{
 		cfg: cfg, backend: backend, logger: logger,
@@ -93,19 +97,24 @@ func (s *Server) Run(ctx context.Context) error {
 		endpoints = append(endpoints, fmt.Sprintf("%s %s (%s, %s, %s)", ep.Path, ep.Name, ep.Provider, ep.Mode, ep.Handler))
 	}
 	// The bound address, so that "listen: 127.0.0.1:0" can be found.
-	s.logger.Info("hookinbox: listening", "addr", ln.Addr().String(), "endpoints", endpoints)
+	if !s.cfg.Roles.Has(config.RoleReceivers) {
+		endpoints = nil
+	}
+	s.logger.Info("hookinbox: listening", "addr", ln.Addr().String(), "endpoints", endpoints, "roles", s.cfg.Roles.List())
 
 	// Workers and the dispatcher outlive ctx: they are stopped below, as part of the
 	// shutdown sequence.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var work sync.WaitGroup
-	work.Go(func() {
-		if err := s.backend.Inbox.Run(workCtx); err != nil {
-			s.logger.Error("hookinbox: workers stopped", "error", err.Error())
-		}
-	})
-	if s.backend.Dispatching() {
+	if s.cfg.Roles.Has(config.RoleWorkers) {
+		work.Go(func() {
+			if err := s.backend.Inbox.Run(workCtx); err != nil {
+				s.logger.Error("hookinbox: workers stopped", "error", err.Error())
+			}
+		})
+	}
+	if s.cfg.Roles.Has(config.RoleDispatcher) && s.backend.Dispatching() {
 		work.Go(func() {
 			if err := s.backend.Outbox.Run(workCtx); err != nil {
 				s.logger.Error("hookinbox: outbox dispatcher stopped", "error", err.Error())
