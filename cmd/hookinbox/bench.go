@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -59,6 +61,7 @@ type benchFlags struct {
 }
 
 func (a *app) benchCommand() *cobra.Command {
+	var cpuProfile string
 	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -165,6 +168,19 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				// Where the load generator and the in-process server spend the
+				// cores, for `go tool pprof`.
+				out, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("error creating the CPU profile: %w", err)
+				}
+				defer out.Close()
+				if err := pprof.StartCPUProfile(out); err != nil {
+					return fmt.Errorf("error starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return a.bench(ctx, &f)
 		},
 	}
@@ -190,6 +206,7 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 	fl.DurationVar(&f.requestTimeout, "request-timeout", 30*time.Second, "timeout of each request")
 	fl.StringVar(&f.serverLog, "server-log", "", "write the in-process server's JSON log lines to this file (default: discarded)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of text")
+	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run (load generator and server) to this file")
 	return cmd
 }
 
