@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs `hookinbox bench` over a range of concurrencies for accept, sync and drain, each
 # point beside pgbench on the same SQL in the same run, writes the JSON reports to
-# bench/results/<name>.json and plots them to docs/benchmarks.svg (bench/plot).
+# bench/results/<name>.json and plots them to docs/benchmarks-<name>.svg (bench/plot).
 #
 #   ./bench/sweep.sh [NAME] [SECONDS]       (defaults: the date, 5 s a point)
 #
@@ -20,5 +20,5 @@ run() { /tmp/hookinbox-sweep bench --database-url "$url" --json "$@" >> "$out"; 
 for c in 1 4 16 32 64 128 256; do run --mode accept --concurrency "$c" --duration "${seconds}s"; echo "accept $c" >&2; done
 for c in 1 2 4 8 16 32; do run --mode sync --concurrency "$c" --duration "${seconds}s"; echo "sync $c" >&2; done
 for w in 1 4 8 16 32; do run --mode drain --backlog receive --count 20000 --workers "$w"; echo "drain $w" >&2; done
-go run ./bench/plot "$out" > docs/benchmarks.svg
-echo "wrote $out and docs/benchmarks.svg" >&2
+go run ./bench/plot "$out" > "docs/benchmarks-$name.svg"
+echo "wrote $out and docs/benchmarks-$name.svg" >&2
