@@ -80,6 +80,27 @@ func dropSchema(admin *pgxpool.Pool, schema string) {
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
+// analyzeSchema analyzes every table of a side's schema after its setup, as
+// autovacuum would soon after a bulk insert on a server where it is on. Without it,
+// on a server with autovacuum off, the planner never has statistics for the tables
+// the backlog was just inserted into.
+func analyzeSchema(ctx context.Context, admin *pgxpool.Pool, schema string) error {
+	rows, err := admin.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1`, schema)
+	if err != nil {
+		return err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if _, err := admin.Exec(ctx, `ANALYZE `+quoteIdent(schema)+`.`+quoteIdent(t)); err != nil {
+			return fmt.Errorf("error analyzing %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // checkpoint asks the server for a checkpoint after a side's setup, so that both sides
 // start measuring right after one (the same full-page-image cost in the WAL, no
 // checkpoint of the other side's setup in the middle). It needs a superuser or

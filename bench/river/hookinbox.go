@@ -117,6 +117,11 @@ func runHookinbox(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result
 	if err != nil {
 		return nil, err
 	}
+	if o.analyze {
+		if err := analyzeSchema(ctx, admin, schema); err != nil {
+			return nil, err
+		}
+	}
 	res.Checkpoint = checkpoint(ctx, admin)
 	before, err := readCounters(ctx, admin)
 	if err != nil {

@@ -44,6 +44,7 @@ type options struct {
 	statements         bool
 	riverNoArgsIndex   bool
 	batchSize          int
+	analyze            bool
 
 	log io.Writer
 }
@@ -61,12 +62,13 @@ func main() {
 	flag.StringVar(&o.databaseURL, "database-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL to run on; each side creates and drops a schema of its own")
 	flag.StringVar(&o.only, "only", "", "run one side only: river or hookinbox")
 	flag.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
-	flag.DurationVar(&o.poll, "poll", 100*time.Millisecond, "how often the database is polled for the end of a side's backlog")
+	flag.DurationVar(&o.poll, "poll", 10*time.Millisecond, "how often the database is polled for the end of a side's backlog once every commit is counted (before that, once a second)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up on a side after this long")
 	flag.DurationVar(&o.riverFetchCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (River's default is 100ms, which caps a queue at MaxWorkers jobs per 100ms; 2ms is River's own benchmark's)")
 	flag.DurationVar(&o.riverFetchPoll, "river-fetch-poll", 20*time.Millisecond, "River's FetchPollInterval (River's default is 1s; 20ms is River's own benchmark's)")
 	flag.BoolVar(&o.statements, "statements", false, "also report the statements each side sent during its measured window, by SQL")
 	flag.BoolVar(&o.riverNoArgsIndex, "river-no-args-index", false, "drop River's GIN index on river_job.args after its migrations (to see what indexing the carried payload costs River)")
+	flag.BoolVar(&o.analyze, "analyze", false, "ANALYZE each side's tables after its setup (with autovacuum off nothing else does; the planner then has no statistics for the backlog)")
 	flag.BoolVar(&o.keepSchemas, "keep-schemas", false, "keep each side's schema for inspection instead of dropping it")
 	flag.Parse()
 	if o.pool == 0 {
@@ -99,6 +101,7 @@ type Report struct {
 	Events   int               `json:"events"`
 	Workers  int               `json:"workers"`
 	Pool     int               `json:"pool_conns"`
+	Analyzed bool              `json:"analyzed"`
 	Settings map[string]string `json:"settings"`
 	Results  []*Result         `json:"results"`
 	// Ratio is hookinbox's rate over River's, when both ran.
@@ -114,7 +117,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	defer admin.Close()
 
-	rep := &Report{Events: o.events, Workers: o.workers, Pool: o.pool, OK: true}
+	rep := &Report{Events: o.events, Workers: o.workers, Pool: o.pool, Analyzed: o.analyze, OK: true}
 	if rep.Settings, err = settings(ctx, admin); err != nil {
 		return err
 	}
@@ -275,8 +278,17 @@ func printHeader(o *options, s map[string]string) {
 	}
 	fmt.Printf("hookinbox: WorkerConfig Concurrency=%d BatchSize=%d (%s), Lease=%s, StatementTimeout=%s\n",
 		wc.Concurrency, wc.BatchSize, batch, wc.Lease, wc.StatementTimeout)
-	fmt.Printf("River: FetchCooldown=%s FetchPollInterval=%s, GIN index on river_job.args %s; end of a backlog polled every %s\n\n",
-		o.riverFetchCooldown, o.riverFetchPoll, argsIndex, o.poll)
+	fmt.Printf("River: FetchCooldown=%s FetchPollInterval=%s, GIN index on river_job.args %s\n",
+		o.riverFetchCooldown, o.riverFetchPoll, argsIndex)
+	analyzed := "not analyzed after setup (autovacuum may analyze them during a run)"
+	if s["autovacuum"] == "off" {
+		analyzed = "not analyzed after setup (autovacuum is off: the planner has no statistics for them)"
+	}
+	if o.analyze {
+		analyzed = "ANALYZEd after setup (--analyze)"
+	}
+	fmt.Printf("both: tables %s; end of a backlog polled every %s once all commits are counted, once a second before\n\n",
+		analyzed, o.poll)
 }
 
 func printResult(r *Result) {

@@ -171,6 +171,11 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 	if err != nil {
 		return nil, err
 	}
+	if o.analyze {
+		if err := analyzeSchema(ctx, admin, schema); err != nil {
+			return nil, err
+		}
+	}
 	res.Checkpoint = checkpoint(ctx, admin)
 	before, err := readCounters(ctx, admin)
 	if err != nil {
@@ -180,7 +185,11 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 
 	remaining := func(ctx context.Context) (int64, error) {
 		var n int64
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(&n)
+		// The states a job leaves for completed (or for discarded or cancelled, which
+		// the verification reports), found through River's index on state.
+		err := pool.QueryRow(ctx, `
+SELECT count(*) FROM river_job
+ WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`).Scan(&n)
 		return n, err
 	}
 	stopWatch := make(chan struct{})
@@ -234,18 +243,26 @@ SELECT count(*) FILTER (WHERE state <> 'completed'), coalesce(sum(attempt), 0) F
 	return res, nil
 }
 
-// waitDone polls remaining every interval until it reports 0, and returns the time
-// from the start of the progress until that poll.
+// waitDone polls remaining until it reports 0, and returns the time from the start of
+// the progress until that poll. While the in-process count says items are left, the
+// database is polled only once a second (the polls scan the queue table, and would
+// take CPU from the workers); once it says all are committed, every interval.
 func waitDone(ctx context.Context, prog *progress, interval, timeout time.Duration, remaining func(context.Context) (int64, error)) (time.Duration, error) {
+	const slowPoll = time.Second
 	deadline := time.Now().Add(timeout)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var polled time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-t.C:
 		}
+		if prog.done.Load() < prog.n && time.Since(polled) < slowPoll {
+			continue
+		}
+		polled = time.Now()
 		n, err := remaining(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("error polling progress: %w", err)
