@@ -22,6 +22,9 @@ CREATE TABLE IF NOT EXISTS %s (
 
 	sqlMigrationRecord = `INSERT INTO %s (version, name) VALUES ($1, $2)`
 
+	// Statements that should read the unprocessed rows through the partial index
+	// hookinbox_inbox_unprocessed repeat its "available_at IS NOT NULL"; lookups by key
+	// do not, so that they always use the primary key (see migration 003).
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
        coalesce(outcome, ''), state`
@@ -134,7 +137,7 @@ SELECT count(*),
        coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8,
        count(*) FILTER (WHERE state = 'needs_review')
   FROM hookinbox_inbox
- WHERE state IN ('pending', 'needs_review')`
+ WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL`
 
 	sqlInboxReceivedByType = `
 SELECT event_type, count(*)
@@ -152,7 +155,7 @@ UPDATE hookinbox_inbox
 	sqlInboxRetryNeedsReview = `
 UPDATE hookinbox_inbox
    SET attempts = 0, available_at = now(), state = 'pending'
- WHERE state = 'needs_review'`
+ WHERE state = 'needs_review' AND available_at IS NOT NULL`
 
 	// received_at bounds processed_at from below, so its condition lets the BRIN
 	// index narrow the scan without changing the result.
@@ -235,7 +238,7 @@ SELECT count(*),
        coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
        count(*) FILTER (WHERE state = 'needs_review')
   FROM hookinbox_outbox
- WHERE state IN ('pending', 'needs_review')`
+ WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL`
 
 	sqlOutboxRetryOne = `
 UPDATE hookinbox_outbox SET attempts = 0, available_at = now(), state = 'pending'
@@ -243,7 +246,7 @@ UPDATE hookinbox_outbox SET attempts = 0, available_at = now(), state = 'pending
 
 	sqlOutboxRetryNeedsReview = `
 UPDATE hookinbox_outbox SET attempts = 0, available_at = now(), state = 'pending'
- WHERE state = 'needs_review'`
+ WHERE state = 'needs_review' AND available_at IS NOT NULL`
 
 	// Takes the key when it is new, or when its holder's lease ran out; a done key is
 	// never taken. The token comes from the outbox's sequence: only its growth matters.

@@ -53,8 +53,17 @@ ALTER TABLE hookinbox_inbox ALTER COLUMN state SET DEFAULT 'pending';
 
 -- What workers claim from and operators count: only unprocessed rows, so the index stays
 -- small however much history is kept.
+--
+-- "available_at IS NOT NULL" is always true (the column is NOT NULL); it is in the
+-- predicate so that only queries that say so, or that bound available_at (the claim),
+-- can use this index. A lookup by key that also says state = 'pending' must use the
+-- primary key: with statistics taken while few rows were pending (an ANALYZE before a
+-- backlog built up, or no autovacuum), a generic plan judged this index nearly empty
+-- and scanned every pending row for each batch of keys, which made draining a backlog
+-- slower the larger it was.
 CREATE INDEX hookinbox_inbox_unprocessed
-    ON hookinbox_inbox (state, available_at) WHERE state IN ('pending', 'needs_review');
+    ON hookinbox_inbox (state, available_at)
+ WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL;
 
 ALTER TABLE hookinbox_outbox
     ADD COLUMN state text NOT NULL DEFAULT 'published'
@@ -65,5 +74,7 @@ UPDATE hookinbox_outbox
  WHERE published_at IS NULL;
 ALTER TABLE hookinbox_outbox ALTER COLUMN state SET DEFAULT 'pending';
 
+-- The same predicate as the inbox's, for the same reason.
 CREATE INDEX hookinbox_outbox_unpublished
-    ON hookinbox_outbox (state, available_at) WHERE state IN ('pending', 'needs_review');
+    ON hookinbox_outbox (state, available_at)
+ WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL;

@@ -1,0 +1,102 @@
+package pgxdriver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hookinbox/hookinbox/internal/testdb"
+)
+
+// planOf returns the generic plan (the one a prepared statement settles on) of query.
+func planOf(t *testing.T, db *testdb.DB, query string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, `RESET plan_cache_mode`) //nolint:errcheck
+	rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN %s: %v", query, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n")
+}
+
+// statsTakenBeforeABacklog builds the situation that slowed draining: statistics taken
+// while no row was pending (processed history only), then a backlog.
+func statsTakenBeforeABacklog(t *testing.T, db *testdb.DB, index string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, processed_at, outcome, state)
+		 SELECT 'stripe', 'q', 'old_' || g, 'x', '{}', now(), 'processed', 'processed' FROM generate_series(1, 20000) g`,
+		`ANALYZE hookinbox_inbox`,
+		`INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, state)
+		 SELECT 'stripe', 'q', 'new_' || g, 'x', '{}', 'pending' FROM generate_series(1, 5000) g`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if index != "" {
+		if _, err := db.Pool.Exec(ctx, `DROP INDEX hookinbox_inbox_unprocessed`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, index); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var lockArgs = []any{[]string{"stripe"}, []string{"q"}, []string{"new_1"}}
+
+// Locking a batch of claimed receipts by key uses the primary key even when the
+// statistics say that nothing is pending, and the claim still reads the partial index.
+func TestPlan_LockByKeyUsesThePrimaryKeyWhateverTheStatistics(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := New(db.Pool).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	statsTakenBeforeABacklog(t, db, "")
+	if plan := planOf(t, db, sqlInboxLockUnprocessed, lockArgs...); strings.Contains(plan, "hookinbox_inbox_unprocessed") || !strings.Contains(plan, "hookinbox_inbox_pkey") {
+		t.Errorf("the lock by key does not read the primary key:\n%s", plan)
+	}
+	if plan := planOf(t, db, sqlInboxClaim, []string{"q"}, 60.0, 10, 25); !strings.Contains(plan, "hookinbox_inbox_unprocessed") {
+		t.Errorf("the claim does not read the partial index:\n%s", plan)
+	}
+	if plan := planOf(t, db, sqlInboxStats); !strings.Contains(plan, "hookinbox_inbox_unprocessed") {
+		t.Errorf("the stats do not read the partial index:\n%s", plan)
+	}
+}
+
+// The broken variant: the partial index as first written, whose predicate every
+// "state = 'pending'" implies. The generic plan of the lock then scans every pending
+// row for each batch of keys.
+func TestBrokenPartialIndexWithoutGuard_LockScansTheBacklog(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := New(db.Pool).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	statsTakenBeforeABacklog(t, db, `CREATE INDEX hookinbox_inbox_unprocessed
+    ON hookinbox_inbox (state, available_at) WHERE state IN ('pending', 'needs_review')`)
+	if plan := planOf(t, db, sqlInboxLockUnprocessed, lockArgs...); !strings.Contains(plan, "hookinbox_inbox_unprocessed") {
+		t.Fatalf("without the guard the lock still reads the primary key; the test cannot show the trap:\n%s", plan)
+	}
+}
