@@ -14,6 +14,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// appName is the application_name of this process's sessions, so that the
+// interference check counts every other session, another run of this harness's
+// included.
+var appName = fmt.Sprintf("bench-river/%d", os.Getpid())
+
 // newPool opens a pool of size conns whose connections all have search_path set to
 // schema, so that River's, hookinbox's and billing's unqualified table names resolve
 // to that side's own fresh schema.
@@ -24,7 +29,7 @@ func newPool(ctx context.Context, url, schema string, conns int, tracer pgx.Quer
 	}
 	cfg.MaxConns = int32(conns)
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = "bench-river:" + schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = appName + ":" + schema
 	cfg.ConnConfig.Tracer = tracer
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
@@ -426,7 +431,7 @@ func watchOthers(admin *pgxpool.Pool, stop <-chan struct{}) <-chan *Interference
 SELECT count(*) FROM pg_stat_activity
  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
    AND state IS DISTINCT FROM 'idle'
-   AND coalesce(application_name, '') NOT LIKE 'bench-river:%'`).Scan(&n)
+   AND coalesce(application_name, '') NOT LIKE $1 || ':%'`, appName).Scan(&n)
 			cancel()
 			if err != nil {
 				continue

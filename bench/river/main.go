@@ -173,7 +173,7 @@ func newAdminPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("error parsing database URL: %w", err)
 	}
 	cfg.MaxConns = 2
-	cfg.ConnConfig.RuntimeParams["application_name"] = "bench-river:admin"
+	cfg.ConnConfig.RuntimeParams["application_name"] = appName + ":admin"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
