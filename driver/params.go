@@ -241,3 +241,26 @@ func AttemptLimit(limit int) *int {
 	}
 	return &limit
 }
+
+// StillPending keeps the receipts a claim returned that are still pending (the claim
+// put the others to review), in order.
+func StillPending(list []*Receipt) []*Receipt {
+	kept := list[:0]
+	for _, r := range list {
+		if r.State == StatePending {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// StillPendingMessages is StillPending for outbox messages.
+func StillPendingMessages(list []*OutboxMessage) []*OutboxMessage {
+	kept := list[:0]
+	for _, m := range list {
+		if m.State == StatePending {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}

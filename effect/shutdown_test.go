@@ -47,35 +47,9 @@ func recorderOfItsOwn(t *testing.T, db *testdb.DB, cfg effect.Config) (*effect.R
 		mu.Lock()
 		opened := append([]uint32(nil), pids...)
 		mu.Unlock()
-		endSessions(t, db.Pool, opened)
+		testdb.EndSessions(t, db.Pool, opened)
 	}
 	return effect.New(pgxdriver.New(pool).Executor(), &cfg), end
-}
-
-// endSessions waits until none of the sessions pids is on the server any more,
-// cancelling the statements of those that wait on a lock.
-func endSessions(t *testing.T, pool *pgxpool.Pool, pids []uint32) {
-	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := pool.Exec(ctx, `
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
- WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, pids); err != nil {
-			t.Fatal(err)
-		}
-		var left int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions of a closed pool still on the server after 30 s", left)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // scenarioRecordBlocked: fn is running when the caller's context is cancelled, and the

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -57,35 +58,9 @@ func (b *bundle) dispatcherOfItsOwn(t *testing.T, cfg outbox.Config) (*outbox.Di
 		mu.Lock()
 		opened := append([]uint32(nil), pids...)
 		mu.Unlock()
-		endSessions(t, b.db.Pool, opened)
+		testdb.EndSessions(t, b.db.Pool, opened)
 	}
 	return d, end
-}
-
-// endSessions waits until none of the sessions pids is on the server any more,
-// cancelling the statements of those that wait on a lock.
-func endSessions(t *testing.T, pool *pgxpool.Pool, pids []uint32) {
-	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := pool.Exec(ctx, `
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
- WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, pids); err != nil {
-			t.Fatal(err)
-		}
-		var left int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions of a closed pool still on the server after 30 s", left)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // runInBackground starts d.Run and returns the stop function and the channel Run's

@@ -139,12 +139,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		// Rows put to review by this claim are committed as such; a claim that found
 		// only those looks again, so that a short batch still means nothing else is
 		// available.
-		claimed := list[:0]
-		for _, r := range list {
-			if r.State == driver.StatePending {
-				claimed = append(claimed, r)
-			}
-		}
+		claimed := driver.StillPending(list)
 		if len(claimed) > 0 || len(list) == 0 {
 			return claimed, nil
 		}

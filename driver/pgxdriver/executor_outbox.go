@@ -27,21 +27,11 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 		// Messages this claim put to review are committed as such and not delivered; a
 		// claim that found only those looks again, so that a short batch still means
 		// nothing else is available.
-		claimed := pendingOnly(msgs)
+		claimed := driver.StillPendingMessages(msgs)
 		if len(claimed) > 0 || len(msgs) == 0 {
 			return claimed, nil
 		}
 	}
-}
-
-func pendingOnly(msgs []*driver.OutboxMessage) []*driver.OutboxMessage {
-	claimed := msgs[:0]
-	for _, m := range msgs {
-		if m.State == driver.StatePending {
-			claimed = append(claimed, m)
-		}
-	}
-	return claimed
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {

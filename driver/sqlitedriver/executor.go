@@ -119,12 +119,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		}
 		// Rows put to review by this claim are committed as such (or, in the caller's
 		// transaction, will be); a claim that found only those looks again.
-		claimed := list[:0]
-		for _, r := range list {
-			if r.State == driver.StatePending {
-				claimed = append(claimed, r)
-			}
-		}
+		claimed := driver.StillPending(list)
 		if len(claimed) > 0 || len(list) == 0 {
 			return claimed, nil
 		}

@@ -28,12 +28,7 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 		}
 		// A claim that found only messages to put to review looks again, so that a
 		// short batch still means nothing else is available.
-		claimed := msgs[:0]
-		for _, m := range msgs {
-			if m.State == driver.StatePending {
-				claimed = append(claimed, m)
-			}
-		}
+		claimed := driver.StillPendingMessages(msgs)
 		if len(claimed) > 0 || len(msgs) == 0 {
 			return claimed, nil
 		}

@@ -203,3 +203,31 @@ func RunWithDatabaseURL(m *testing.M) int {
 	}
 	return m.Run()
 }
+
+// EndSessions waits until none of the sessions pids is on the server any more,
+// cancelling the statements of those that wait on a lock: how a test makes sure that
+// a closed pool's statements (pgx cancels a timed-out statement on the server only in
+// the background) can no longer apply once the lock they waited on is released.
+func EndSessions(t testing.TB, pool *pgxpool.Pool, pids []uint32) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := pool.Exec(ctx, `
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, pids); err != nil {
+			t.Fatal(err)
+		}
+		var left int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions of a closed pool still on the server after 30 s", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
