@@ -100,9 +100,9 @@ func ExampleOperator() {
 		panic(err)
 	}
 	fmt.Println("needs review:", len(list))
-	n, err := op.Cleanup(ctx, hookinbox.CleanupParams{OlderThan: 24 * time.Hour})
-	fmt.Println(n, err)
+	_, err = op.Cleanup(ctx, hookinbox.CleanupParams{OlderThan: 24 * time.Hour})
+	fmt.Println(err)
 	// Output:
 	// needs review: 0
-	// 0 retention shorter than the provider's retry window: 24h0m0s < 72h0m0s (use Force to override)
+	// retention shorter than the provider's retry window: 24h0m0s < 72h0m0s (use Force to override)
 }

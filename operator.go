@@ -230,7 +230,8 @@ var ErrRetentionTooShort = errors.New("retention shorter than the provider's ret
 
 // CleanupParams configure Cleanup.
 type CleanupParams struct {
-	// OlderThan is the retention: processed receipts older than this are deleted.
+	// OlderThan is the retention: processed receipts, published outbox messages and
+	// recorded effects older than this are deleted.
 	//
 	// Defaults to 720 hours (30 days).
 	OlderThan time.Duration
@@ -245,10 +246,22 @@ type CleanupParams struct {
 	BatchSize int
 }
 
-// Cleanup deletes processed receipts older than the retention, in batches, and returns
-// how many it deleted (or, with DryRun, would delete). Receipts in any other state are
-// never deleted.
-func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (int, error) {
+// CleanupResult counts what Cleanup deleted or, with DryRun, would delete.
+type CleanupResult struct {
+	Receipts       int
+	OutboxMessages int
+	Effects        int
+}
+
+// Cleanup deletes, in batches, what is older than the retention and no longer needed
+// by anything in flight: processed receipts, published outbox messages and recorded
+// effects. Receipts in any other state, undelivered messages and effects whose call
+// is in progress are never deleted. The same retention, at least the providers'
+// retry windows, applies to all three: a receipt is what turns a retry into a
+// duplicate, and a recorded effect what keeps the retry's handler from calling the
+// provider again.
+func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (CleanupResult, error) {
+	var res CleanupResult
 	if params.OlderThan == 0 {
 		params.OlderThan = 720 * time.Hour
 	}
@@ -256,20 +269,37 @@ func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (int, erro
 		params.BatchSize = 1000
 	}
 	if minimum := o.config.MinRetention; params.OlderThan < minimum && !params.Force {
-		return 0, fmt.Errorf("%w: %s < %s (use Force to override)", ErrRetentionTooShort, params.OlderThan, minimum)
+		return res, fmt.Errorf("%w: %s < %s (use Force to override)", ErrRetentionTooShort, params.OlderThan, minimum)
 	}
+	for _, step := range []struct {
+		n   *int
+		del func(context.Context, *driver.InboxDeleteParams) (int, error)
+	}{
+		{&res.Receipts, o.exec.InboxDeleteProcessed},
+		{&res.OutboxMessages, o.exec.OutboxDeletePublished},
+		{&res.Effects, o.exec.EffectDeleteDone},
+	} {
+		n, err := deleteInBatches(ctx, step.del, params)
+		*step.n = n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// deleteInBatches deletes BatchSize rows a statement until a statement deletes fewer,
+// so that no statement holds many locks or runs long; with DryRun it counts.
+func deleteInBatches(ctx context.Context, del func(context.Context, *driver.InboxDeleteParams) (int, error), params CleanupParams) (int, error) {
 	if params.DryRun {
-		return o.exec.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, DryRun: true})
+		return del(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, DryRun: true})
 	}
 	total := 0
 	for {
-		n, err := o.exec.InboxDeleteProcessed(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, Limit: params.BatchSize})
+		n, err := del(ctx, &driver.InboxDeleteParams{OlderThan: params.OlderThan, Limit: params.BatchSize})
 		total += n
-		if err != nil {
+		if err != nil || n < params.BatchSize {
 			return total, err
-		}
-		if n < params.BatchSize {
-			return total, nil
 		}
 	}
 }

@@ -66,21 +66,52 @@ func TestCleanup_RetentionDryRunAndBatches(t *testing.T) {
 		t.Fatalf("24h retention for stripe: %v, want ErrRetentionTooShort", err)
 	}
 	n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{DryRun: true})
-	if err != nil || n != 5 {
-		t.Fatalf("dry run: %d, %v; want 5", n, err)
+	if err != nil || n.Receipts != 5 {
+		t.Fatalf("dry run: %+v, %v; want 5 receipts", n, err)
 	}
 	if left := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); left != 6 {
 		t.Fatalf("dry run deleted rows: %d left", left)
 	}
 	n, err = b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{BatchSize: 2})
-	if err != nil || n != 5 {
-		t.Fatalf("cleanup: %d, %v; want 5", n, err)
+	if err != nil || n.Receipts != 5 {
+		t.Fatalf("cleanup: %+v, %v; want 5 receipts", n, err)
 	}
 	if left := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); left != 1 {
 		t.Fatalf("%d rows left, want the pending one", left)
 	}
-	if n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: time.Hour, Force: true}); err != nil || n != 0 {
-		t.Fatalf("forced short retention: %d, %v", n, err)
+	if n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: time.Hour, Force: true}); err != nil || n != (hookinbox.CleanupResult{}) {
+		t.Fatalf("forced short retention: %+v, %v", n, err)
+	}
+}
+
+// Retention covers the outbox and the effects too: published messages and recorded
+// effects past it are deleted, undelivered messages and effects in progress never.
+func TestCleanup_PublishedOutboxAndRecordedEffects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, id := range []string{"evt_1", "evt_2"} { // each books a payment: an outbox message
+		b.receive(t, invoiceEvent(epBilling, id, "invoice.paid", "in_"+id, 100))
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := b.db.Pool.Exec(b.ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`UPDATE hookinbox_outbox SET state = 'published', published_at = now() - interval '40 days' WHERE source_event_id = 'evt_1'`)
+	exec(`UPDATE hookinbox_outbox SET created_at = now() - interval '40 days' WHERE source_event_id = 'evt_2'`) // old, undelivered
+	exec(`INSERT INTO hookinbox_effect (key, state, token, lease_until, result, completed_at) VALUES
+	      ('webhook:evt_1:tag', 'done', 1, now(), '\x00', now() - interval '40 days'),
+	      ('webhook:evt_2:tag', 'pending', 2, now() - interval '40 days', NULL, NULL)`)
+	n, err := b.inbox.Operator().Cleanup(b.ctx, hookinbox.CleanupParams{})
+	if err != nil || n.OutboxMessages != 1 || n.Effects != 1 {
+		t.Fatalf("cleanup: %+v, %v; want 1 outbox message and 1 effect", n, err)
+	}
+	if left := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE source_event_id = 'evt_2'`); left != 1 {
+		t.Fatalf("the undelivered message was deleted")
+	}
+	if left := b.count(t, `SELECT count(*) FROM hookinbox_effect WHERE state = 'pending'`); left != 1 {
+		t.Fatalf("the effect in progress was deleted")
 	}
 }
 

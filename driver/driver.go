@@ -100,6 +100,14 @@ type Executor interface {
 	// ago, or with DryRun counts them all. It returns how many.
 	InboxDeleteProcessed(ctx context.Context, params *InboxDeleteParams) (int, error)
 
+	// OutboxDeletePublished deletes up to Limit messages published before OlderThan
+	// ago, or with DryRun counts them all. Undelivered messages are never deleted.
+	OutboxDeletePublished(ctx context.Context, params *InboxDeleteParams) (int, error)
+
+	// EffectDeleteDone deletes up to Limit effects recorded before OlderThan ago, or
+	// with DryRun counts them all. Effects whose call is in progress are never deleted.
+	EffectDeleteDone(ctx context.Context, params *InboxDeleteParams) (int, error)
+
 	// OutboxInsert inserts an outbox message and returns its id.
 	OutboxInsert(ctx context.Context, params *OutboxInsertParams) (int64, error)
 

@@ -128,7 +128,8 @@ type InboxRetryParams struct {
 	NeedsReview bool
 }
 
-// InboxDeleteParams select processed receipts to delete.
+// InboxDeleteParams select rows to delete for retention: processed receipts, published
+// outbox messages, recorded effects.
 type InboxDeleteParams struct {
 	OlderThan time.Duration
 	Limit     int

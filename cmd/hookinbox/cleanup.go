@@ -21,13 +21,16 @@ func (a *app) cleanupCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete processed receipts older than the retention",
-		Long: `Delete processed receipts older than --older-than (default: retention.processed in
-the config, else 720h), in batches. Unprocessed receipts are never deleted.
+		Short: "Delete processed receipts, published outbox messages and recorded effects older than the retention",
+		Long: `Delete processed receipts, published outbox messages and recorded effects older than
+--older-than (default: retention.processed in the config, else 720h), in batches.
+Unprocessed receipts, undelivered messages and effects whose call is in progress are
+never deleted.
 
-A receipt is what turns a provider's retry into a duplicate, so the retention must be
-at least the longest retry window of the configured providers (Stripe: 72h; 72h
-without a config). A shorter one is refused with exit 2 unless --force: a retry
+A receipt is what turns a provider's retry into a duplicate (and a recorded effect
+what keeps the retry's handler from calling the provider again), so the retention
+must be at least the longest retry window of the configured providers (Stripe: 72h;
+72h without a config). A shorter one is refused with exit 2 unless --force: a retry
 arriving after its receipt was deleted would be processed again.
 
 --dry-run counts what would be deleted and deletes nothing.`,
@@ -42,25 +45,27 @@ arriving after its receipt was deleted would be processed again.
 				if !cmd.Flags().Changed("older-than") {
 					olderThan = cfg.Retention
 				}
-				n, err := b.Operator.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
+				res, err := b.Operator.Cleanup(cmd.Context(), hookinbox.CleanupParams{OlderThan: olderThan, DryRun: dryRun, Force: force})
 				if errors.Is(err, hookinbox.ErrRetentionTooShort) {
 					return &usageError{fmt.Errorf("--older-than %s: %w (%s): a late retry would be processed again; pass --force to delete anyway",
 						olderThan, hookinbox.ErrRetentionTooShort, b.Operator.MinRetention())}
 				}
 				if err != nil {
-					return fmt.Errorf("error cleaning up after %d deletions: %w", n, err)
+					return fmt.Errorf("error cleaning up after %d deletions: %w", res.Receipts+res.OutboxMessages+res.Effects, err)
 				}
+				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s",
+					res.Receipts, res.OutboxMessages, res.Effects, olderThan)
 				if dryRun {
-					fmt.Fprintf(a.stdout, "would delete %d processed receipts older than %s (dry run)\n", n, olderThan)
+					fmt.Fprintf(a.stdout, "would delete %s (dry run)\n", what)
 				} else {
-					fmt.Fprintf(a.stdout, "deleted %d processed receipts older than %s\n", n, olderThan)
+					fmt.Fprintf(a.stdout, "deleted %s\n", what)
 				}
 				return nil
 			})
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "retention: delete processed receipts older than this (default retention.processed, else 720h)")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "retention: delete what is done and older than this (default retention.processed, else 720h)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, do not delete")
 	cmd.Flags().BoolVar(&force, "force", false, "allow a retention shorter than the providers' retry windows")
 	return cmd

@@ -305,7 +305,7 @@ UPDATE hookinbox_inbox SET received_at = now() - interval '100 hours', processed
 	}
 
 	out := mustRun(t, b.env, "cleanup", "--older-than", "96h", "--dry-run", "--config", b.config)
-	if !strings.Contains(out, "would delete 2 processed receipts older than 96h") {
+	if !strings.Contains(out, "would delete 2 processed receipts, 0 published outbox messages and 0 recorded effects older than 96h") {
 		t.Errorf("cleanup --dry-run printed %q", out)
 	}
 	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 3 {

@@ -237,6 +237,30 @@ func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDele
 	return int(tag.RowsAffected()), nil
 }
 
+func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
+}
+
+func (e *executor) EffectDeleteDone(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlEffectCountDone, sqlEffectDeleteDone, "recorded effects")
+}
+
+// deleteOld counts (DryRun) or deletes up to Limit rows older than OlderThan.
+func (e *executor) deleteOld(ctx context.Context, p *driver.InboxDeleteParams, countSQL, deleteSQL, what string) (int, error) {
+	if p.DryRun {
+		var n int64
+		if err := e.db.QueryRow(ctx, countSQL, p.OlderThan.Seconds()).Scan(&n); err != nil {
+			return 0, translate(fmt.Errorf("error counting %s: %w", what, err))
+		}
+		return int(n), nil
+	}
+	tag, err := e.db.Exec(ctx, deleteSQL, p.OlderThan.Seconds(), p.Limit)
+	if err != nil {
+		return 0, translate(fmt.Errorf("error deleting %s: %w", what, err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,

@@ -176,6 +176,29 @@ SELECT count(*)
    AND state = 'processed'
    AND processed_at < now() - make_interval(secs => $1::float8)`
 
+	// Published messages and recorded effects older than the retention. Ids never come
+	// back (an identity), so deleting a published message cannot make a later one's
+	// idempotency key collide with it.
+	sqlOutboxDeletePublished = `
+DELETE FROM hookinbox_outbox
+ WHERE id IN (SELECT id FROM hookinbox_outbox
+               WHERE state = 'published' AND published_at < now() - make_interval(secs => $1::float8)
+               LIMIT $2)`
+
+	sqlOutboxCountPublished = `
+SELECT count(*) FROM hookinbox_outbox
+ WHERE state = 'published' AND published_at < now() - make_interval(secs => $1::float8)`
+
+	sqlEffectDeleteDone = `
+DELETE FROM hookinbox_effect
+ WHERE key IN (SELECT key FROM hookinbox_effect
+                WHERE state = 'done' AND completed_at < now() - make_interval(secs => $1::float8)
+                LIMIT $2)`
+
+	sqlEffectCountDone = `
+SELECT count(*) FROM hookinbox_effect
+ WHERE state = 'done' AND completed_at < now() - make_interval(secs => $1::float8)`
+
 	sqlOutboxInsert = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
                     source_provider, source_endpoint, source_event_id, destination)

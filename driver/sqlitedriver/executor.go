@@ -208,6 +208,30 @@ func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDele
 	return n, nil
 }
 
+func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
+}
+
+func (e *executor) EffectDeleteDone(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlEffectCountDone, sqlEffectDeleteDone, "recorded effects")
+}
+
+// deleteOld counts (DryRun) or deletes up to Limit rows older than OlderThan.
+func (e *executor) deleteOld(ctx context.Context, p *driver.InboxDeleteParams, countSQL, deleteSQL, what string) (int, error) {
+	if p.DryRun {
+		var n int
+		if err := e.db.QueryRowContext(ctx, countSQL, p.OlderThan.Microseconds()).Scan(&n); err != nil {
+			return 0, translate(fmt.Errorf("error counting %s: %w", what, err))
+		}
+		return n, nil
+	}
+	n, err := rowsAffected(e.db.ExecContext(ctx, deleteSQL, p.OlderThan.Microseconds(), p.Limit))
+	if err != nil {
+		return 0, translate(fmt.Errorf("error deleting %s: %w", what, err))
+	}
+	return n, nil
+}
+
 func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
 	var id int64
 	err := e.db.QueryRowContext(ctx, sqlOutboxInsert,

@@ -345,3 +345,35 @@ func TestTokens_SharedCounterOnlyGrows(t *testing.T) {
 		t.Fatalf("tokens %d, %d, %d, want increasing", e1.Token, m.ClaimToken, e2.Token)
 	}
 }
+
+// Retention: only published messages and recorded effects older than it go; a dry run
+// counts them.
+func TestDeleteOld_PublishedMessagesAndRecordedEffects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, id := range []string{"evt_1", "evt_2"} {
+		if _, err := b.ex.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
+			AggregateType: "Invoice", AggregateID: id, EventType: "x", Payload: []byte(`{}`),
+			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: id},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.exec(t, `UPDATE hookinbox_outbox SET state = 'published', published_at = 1 WHERE source_event_id = 'evt_1'`)
+	b.exec(t, `UPDATE hookinbox_outbox SET created_at = 1 WHERE source_event_id = 'evt_2'`)
+	b.exec(t, `INSERT INTO hookinbox_effect (key, state, token, lease_until, completed_at) VALUES ('done', 'done', 1, 1, 1), ('held', 'pending', 2, 1, NULL)`)
+	old := &driver.InboxDeleteParams{OlderThan: time.Hour, DryRun: true}
+	if n, err := b.ex.OutboxDeletePublished(b.ctx, old); err != nil || n != 1 {
+		t.Fatalf("dry run outbox: %d, %v", n, err)
+	}
+	old = &driver.InboxDeleteParams{OlderThan: time.Hour, Limit: 10}
+	if n, err := b.ex.OutboxDeletePublished(b.ctx, old); err != nil || n != 1 {
+		t.Fatalf("outbox: %d, %v", n, err)
+	}
+	if n, err := b.ex.EffectDeleteDone(b.ctx, old); err != nil || n != 1 {
+		t.Fatalf("effects: %d, %v", n, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox`) + b.count(t, `SELECT count(*) FROM hookinbox_effect`); n != 2 {
+		t.Fatalf("%d rows left, want the undelivered message and the held effect", n)
+	}
+}
