@@ -3,6 +3,7 @@ package hookinbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
@@ -54,14 +55,16 @@ func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, ev Event, fn Handle
 // receipt and answers duplicate, which is what the delivery is).
 func (i *Inbox[TTx]) receiveGroup(ctx context.Context, group []*syncDelivery[TTx]) ([]syncResult, error) {
 	res := make([]syncResult, len(group))
+	alone := 0 // deliveries from here on are received alone
 	if len(group) > 1 {
-		if err := i.receiveTogether(ctx, group, res); err == nil {
-			return res, nil
+		if done, err := i.receiveTogether(ctx, group, res); err == nil {
+			alone = done
 		}
 	}
-	for n, d := range group {
-		hctx, cancel := i.handlerContext(ctx, d)
-		res[n].out, res[n].err = i.receiveAlone(hctx, d)
+	for n := alone; n < len(group); n++ {
+		// A fresh deadline each: what the group spent is not taken from them.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(group[n].ctx), syncTimeout)
+		res[n].out, res[n].err = i.receiveAlone(hctx, group[n])
 		cancel()
 	}
 	return res, nil
@@ -84,18 +87,32 @@ func (i *Inbox[TTx]) receiveAlone(ctx context.Context, d *syncDelivery[TTx]) (Ou
 	return i.receiveAfterHandlerFailure(ctx, d.ev, herr)
 }
 
+// groupBudget is how long a group takes deliveries in before it commits what it has:
+// slow handlers must not hold the rest of the group, nor its transaction, for long.
+// The deliveries left over are received alone.
+const groupBudget = syncTimeout / 6
+
 // errGroupFailed reports that the shared transaction cannot go on.
 var errGroupFailed = errors.New("the group's transaction failed")
 
-func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[TTx], res []syncResult) error {
+// receiveTogether receives group[:done] in one transaction and commits; it stops
+// taking deliveries once groupBudget has passed, and the caller receives the rest
+// alone. An error means nothing was committed.
+func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[TTx], res []syncResult) (done int, err error) {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
 
+	start := time.Now()
+	done = len(group)
 	var hybridFailures []int
 	for n, d := range group {
+		if n > 0 && time.Since(start) > groupBudget {
+			done = n
+			break
+		}
 		hctx, cancel := i.handlerContext(ctx, d)
 		out, err := i.receiveInGroup(hctx, tx, d)
 		cancel()
@@ -103,7 +120,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		case err == nil:
 			res[n] = syncResult{out: out}
 		case errors.Is(err, errGroupFailed):
-			return err
+			return 0, err
 		default:
 			// Rolled back to its savepoint: the delivery's failure is its own.
 			res[n] = syncResult{err: err}
@@ -122,7 +139,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		p.Attempts, p.LastError, p.Delay, p.MaxAttempts = 1, errorText(errors.Unwrap(herr)), i.worker.RetryDelayFunc(1), i.worker.MaxAttempts
 		inserted, err := tx.InboxInsert(ctx, p)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		res[n] = syncResult{out: OutcomeDuplicate}
 		if inserted {
@@ -130,7 +147,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	for _, n := range hybridFailures {
 		if res[n].out == OutcomeAccepted {
@@ -139,12 +156,20 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 			i.announce()
 		}
 	}
-	return nil
+	return done, nil
 }
 
-// receiveInGroup receives one delivery of a group behind a savepoint. An error of the
-// delivery's own (its receipt refused, its handler failed) is returned after rolling
-// back to the savepoint; errGroupFailed means the transaction cannot go on.
+// receiveInGroup receives one delivery of a group behind a savepoint, and releases the
+// savepoint once the delivery succeeded. An error of the delivery's own (its receipt
+// refused, its handler failed, or its handler left the transaction failed while
+// returning success) is returned after rolling back to its savepoint;
+// errGroupFailed means the transaction cannot go on.
+//
+// The release is what makes a handler that swallowed a database error (the
+// transaction is then aborted, though the handler returned nil) its own failure: the
+// release fails, and the rollback to this delivery's savepoint undoes only its work.
+// Without it, the next delivery's savepoint would fail and a rollback to the latest
+// savepoint would undo the previous delivery, already counted as processed.
 func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TTx], d *syncDelivery[TTx]) (Outcome, error) {
 	undo := func(err error) (Outcome, error) {
 		if errors.Is(err, driver.ErrUnavailable) || errors.Is(err, driver.ErrConflict) ||
@@ -158,17 +183,26 @@ func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TT
 		return "", err
 	}
 	inserted, err := tx.SavepointInboxInsert(ctx, i.receiptParams(d.ev, true, OutcomeProcessed))
+	if errors.Is(err, driver.ErrSavepoint) {
+		return "", errGroupFailed // the transaction failed before this delivery began
+	}
 	if err != nil {
 		return undo(err)
 	}
-	if !inserted {
-		// Received before, or by an earlier copy in this very group.
-		return OutcomeDuplicate, nil
+	out := OutcomeDuplicate // received before, or by an earlier copy in this very group
+	if inserted {
+		ev := d.ev
+		ev.Attempt = 1
+		if err := i.callHandler(ctx, d.fn, tx.Native(), ev); err != nil {
+			return undo(&HandlerError{EventType: ev.Type, Err: i.driver.TranslateError(err)})
+		}
+		out = OutcomeProcessed
 	}
-	ev := d.ev
-	ev.Attempt = 1
-	if err := i.callHandler(ctx, d.fn, tx.Native(), ev); err != nil {
-		return undo(&HandlerError{EventType: ev.Type, Err: i.driver.TranslateError(err)})
+	if err := tx.ReleaseSavepoint(ctx); err != nil {
+		if !inserted {
+			return "", errGroupFailed
+		}
+		return undo(&HandlerError{EventType: d.ev.Type, Err: fmt.Errorf("the handler returned success but left its transaction failed: %w", err)})
 	}
-	return OutcomeProcessed, nil
+	return out, nil
 }

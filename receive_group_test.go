@@ -197,3 +197,34 @@ VALUES ('stripe', $1, 'evt_2', 'invoice.paid', '{}')`, epBilling); err != nil {
 		}
 	}
 }
+
+// A handler that swallows a database error (the transaction is aborted, yet it returns
+// nil) fails its own delivery, never the one before it: before each savepoint was
+// released, the next delivery's failed SAVEPOINT rolled back to the previous
+// delivery's, which had been answered processed (found by review).
+func TestReceiveGroup_HandlerThatSwallowsAnErrorFailsItsOwnDeliveryOnly(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	g.inbox.Handle(epAnalytics, "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+		if err := countingHandler(ctx, tx, ev); err != nil {
+			return err
+		}
+		_, _ = tx.Exec(ctx, `SELECT 1/0`) // the error is ignored; the transaction is aborted
+		return nil
+	})
+	byID := g.group(t, paid(epBilling, "evt_1"), paid(epAnalytics, "evt_swallow"), paid(epBilling, "evt_3"))
+	for _, id := range []string{"evt_1", "evt_3"} {
+		if r := byID[id][0]; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+			t.Errorf("%s: %s, %v; want processed", id, r.out, r.err)
+		}
+		if r := g.receipt(t, epBilling, id); r == nil || g.effects(t, id) != 1 {
+			t.Errorf("%s answered processed but its receipt or effect is missing", id)
+		}
+	}
+	if r := byID["evt_swallow"][0]; r.err == nil {
+		t.Fatalf("the swallowing delivery answered %s, want an error", r.out)
+	}
+	if g.receipt(t, epAnalytics, "evt_swallow") != nil {
+		t.Fatal("the swallowing delivery left a receipt")
+	}
+}

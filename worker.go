@@ -95,6 +95,22 @@ func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*driver.R
 	})
 }
 
+// extendLeases gives the receipts of batch a fresh lease; false if that failed.
+func (i *Inbox[TTx]) extendLeases(ctx context.Context, batch []*driver.Receipt) bool {
+	keys := make([]driver.Key, len(batch))
+	for n, r := range batch {
+		keys[n] = r.Key
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if _, err := i.driver.Executor().InboxExtendLease(rctx, keys, i.worker.Lease); err != nil {
+		i.logger.ErrorContext(ctx, "hookinbox: error extending the leases of a failed batch; its receipts wait for their leases",
+			"receipts", len(keys), "error", err.Error())
+		return false
+	}
+	return true
+}
+
 // errBatchFailed stops a batch at its first failing receipt, so that the batch is
 // rolled back and each receipt processed on its own.
 var errBatchFailed = errors.New("a receipt of the batch failed")
@@ -110,13 +126,27 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) 
 		_ = i.processClaimed(ctx, batch[0])
 		return
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease)
-	defer cancel()
+	// The claim just leased the whole batch. Its transaction may take half of the
+	// lease; after a failure, before each receipt is processed alone, the leases of
+	// those still waiting are extended (they are still this worker's: each step ends
+	// half a lease after the extension), so that no receipt is ever processed after its
+	// lease ran out, while another worker may claim it (and, at its last attempt, put
+	// it to review without its handler having run).
 	start := time.Now()
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease/2)
+	defer cancel()
 	done, err := i.processTogether(pctx, batch)
 	if err != nil {
-		for _, r := range batch {
-			_ = i.processClaimed(ctx, r)
+		for n, r := range batch {
+			if ctx.Err() != nil {
+				// A stop: the rest keep their counted attempts and are claimed again
+				// when their leases end, as after a worker that stopped.
+				return
+			}
+			if !i.extendLeases(ctx, batch[n:]) {
+				return // their leases end on their own
+			}
+			_ = i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease/2))
 		}
 		return
 	}
@@ -190,8 +220,14 @@ var errAlreadyProcessed = errors.New("already processed by another worker")
 // processClaimed processes one claimed receipt and records a failure for a retry. It
 // returns the processing error, nil on success, or errAlreadyProcessed.
 func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) error {
+	return i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease))
+}
+
+// processClaimedBy is processClaimed with the end of the receipt's lease as the
+// processing deadline.
+func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, leaseEnd time.Time) error {
 	// A stop request lets the event finish; the lease bounds how long that may take.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease)
+	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd)
 	defer cancel()
 	start := time.Now()
 	err := i.process(pctx, r.Key)

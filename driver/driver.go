@@ -77,6 +77,11 @@ type Executor interface {
 	// (its worker died during the last one) is put to review on the way, not returned.
 	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*Receipt, error)
 
+	// InboxExtendLease makes the pending receipts of keys unavailable to other workers
+	// for Lease from now, as a claim does, without counting an attempt. It returns how
+	// many it extended.
+	InboxExtendLease(ctx context.Context, keys []Key, lease time.Duration) (int, error)
+
 	// InboxRecordFailure stores the error of a failed attempt, only while the receipt
 	// is pending: it becomes available again after Delay, or needs review when the
 	// attempt was the last its max_attempts allows.
@@ -160,17 +165,20 @@ type ExecutorTx[TTx any] interface {
 	// Native returns the driver's transaction, to be passed to handlers.
 	Native() TTx
 
-	// Savepoint marks the transaction's current state, and RollbackToSavepoint returns
-	// to the latest mark, undoing what came after it (a failed statement included) and
-	// leaving the transaction usable: how several deliveries share one transaction
-	// while one's failure undoes only its own work. Marks are never released; a
-	// transaction should hold at most a few dozen (PostgreSQL keeps 64 subtransactions
-	// per backend in memory).
+	// Savepoint marks the transaction's current state; RollbackToSavepoint returns to
+	// the mark, undoing what came after it (a failed statement included) and leaving the
+	// transaction usable; ReleaseSavepoint keeps what came after it and drops the mark,
+	// and fails if the transaction failed meanwhile: how several deliveries share one
+	// transaction while one's failure undoes only its own work. A transaction should
+	// take at most a few dozen (PostgreSQL keeps 64 subtransactions per backend in
+	// memory, released ones included).
 	Savepoint(ctx context.Context) error
 	RollbackToSavepoint(ctx context.Context) error
+	ReleaseSavepoint(ctx context.Context) error
 
 	// SavepointInboxInsert is Savepoint followed by InboxInsert, in one round trip
-	// where the database's protocol allows it.
+	// where the database's protocol allows it. A failed savepoint is reported wrapping
+	// ErrSavepoint.
 	SavepointInboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
 
 	Commit(ctx context.Context) error

@@ -15,6 +15,10 @@ var (
 	// store.
 	ErrInvalidInput = errors.New("value refused by the database")
 
+	// ErrSavepoint means a savepoint could not be taken: the transaction had already
+	// failed, before the work the savepoint was to guard.
+	ErrSavepoint = errors.New("savepoint not taken")
+
 	// ErrConflict means the transaction lost a deadlock or a serialization conflict
 	// with a concurrent one: the same work, alone in a new transaction, may succeed.
 	ErrConflict = errors.New("transaction conflict")

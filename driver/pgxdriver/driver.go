@@ -66,7 +66,7 @@ func (e *executorTx) Native() pgx.Tx { return e.tx }
 
 func (e *executorTx) Savepoint(ctx context.Context) error {
 	if _, err := e.tx.Exec(ctx, sqlSavepoint); err != nil {
-		return translate(fmt.Errorf("error taking savepoint: %w", err))
+		return fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 	br := e.tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return false, translate(fmt.Errorf("error taking savepoint: %w", err))
+		return false, fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
 	}
 	var inserted bool
 	err := br.QueryRow().Scan(&inserted)
@@ -93,6 +93,13 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 		return false, translate(fmt.Errorf("error inserting receipt: %w", err))
 	}
 	return true, nil
+}
+
+func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {
+	if _, err := e.tx.Exec(ctx, sqlReleaseSavepoint); err != nil {
+		return translate(fmt.Errorf("error releasing savepoint: %w", err))
+	}
+	return nil
 }
 
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {

@@ -146,6 +146,15 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	}
 }
 
+func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {
+	providers, endpoints, ids := keyColumns(keys)
+	tag, err := e.db.Exec(ctx, sqlInboxExtendLease, providers, endpoints, ids, lease.Seconds())
+	if err != nil {
+		return 0, translate(fmt.Errorf("error extending leases: %w", err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
 	if _, err := e.db.Exec(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Seconds()); err != nil {
 		return translate(fmt.Errorf("error recording failure: %w", err))

@@ -107,6 +107,12 @@ RETURNING w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.receive
           w.available_at, w.attempts, coalesce(w.max_attempts, 0), coalesce(w.last_error, ''),
           w.processed_at, coalesce(w.outcome, ''), w.state`
 
+	sqlInboxExtendLease = `
+UPDATE hookinbox_inbox
+   SET available_at = now() + make_interval(secs => $4::float8)
+ WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+   AND state = 'pending'`
+
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
 	// limit compares as unknown: the row stays pending).
@@ -302,8 +308,9 @@ UPDATE hookinbox_effect
 	sqlNotifyChannel = `SELECT ` + sqlChannel
 	sqlNotify        = `SELECT pg_notify(` + sqlChannel + `, '')`
 
-	// One name for every delivery's mark in a shared transaction: ROLLBACK TO returns
-	// to the latest one.
+	// One name for every delivery's mark in a shared transaction; each is released
+	// before the next is taken, so there is only ever one.
 	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`
 	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT hookinbox_delivery`
+	sqlReleaseSavepoint    = `RELEASE SAVEPOINT hookinbox_delivery`
 )

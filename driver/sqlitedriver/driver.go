@@ -148,7 +148,7 @@ func (e *executorTx) Native() *sql.Tx { return e.tx }
 
 func (e *executorTx) Savepoint(ctx context.Context) error {
 	if _, err := e.tx.ExecContext(ctx, sqlSavepoint); err != nil {
-		return translate(fmt.Errorf("error taking savepoint: %w", err))
+		return fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
 	}
 	return nil
 }
@@ -160,6 +160,15 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 		return false, err
 	}
 	return e.InboxInsert(ctx, p)
+}
+
+// ReleaseSavepoint fails when the savepoint is gone: a statement that rolled the whole
+// transaction back (INSERT OR ROLLBACK, RAISE(ROLLBACK), a full disk) took it along.
+func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {
+	if _, err := e.tx.ExecContext(ctx, sqlReleaseSavepoint); err != nil {
+		return translate(fmt.Errorf("error releasing savepoint: %w", err))
+	}
+	return nil
 }
 
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {

@@ -126,6 +126,24 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	}
 }
 
+func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {
+	total := 0
+	err := e.inTx(ctx, func(q dbtx) error {
+		for _, k := range keys {
+			n, err := rowsAffected(q.ExecContext(ctx, sqlInboxExtendLease, k.Provider, k.Endpoint, k.EventID, lease.Microseconds()))
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, translate(fmt.Errorf("error extending leases: %w", err))
+	}
+	return total, nil
+}
+
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
 	if _, err := e.db.ExecContext(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Microseconds()); err != nil {
 		return translate(fmt.Errorf("error recording failure: %w", err))

@@ -94,6 +94,11 @@ UPDATE hookinbox_inbox
                  LIMIT ?4)
 RETURNING ` + sqlReceiptColumns
 
+	sqlInboxExtendLease = `
+UPDATE hookinbox_inbox
+   SET available_at = ` + now + ` + ?4
+ WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3 AND state = 'pending'`
+
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
 	// limit compares as unknown: the row stays pending).
@@ -293,10 +298,11 @@ UPDATE hookinbox_effect
 
 	sqlEffectRelease = `DELETE FROM hookinbox_effect WHERE key = ?1 AND token = ?2 AND state = 'pending'`
 
-	// One name for every delivery's mark in a shared transaction: ROLLBACK TO returns
-	// to the latest one and keeps the transaction open.
+	// One name for every delivery's mark in a shared transaction; each is released
+	// before the next is taken. ROLLBACK TO keeps the transaction open.
 	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`
 	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT hookinbox_delivery`
+	sqlReleaseSavepoint    = `RELEASE SAVEPOINT hookinbox_delivery`
 )
 
 // sqlLegacyRename moves a database created before schema version 3 to hookinbox's own

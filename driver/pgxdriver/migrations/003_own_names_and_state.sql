@@ -14,11 +14,12 @@ BEGIN
         ALTER TABLE webhook_inbox RENAME TO hookinbox_inbox;
         ALTER INDEX webhook_inbox_pkey RENAME TO hookinbox_inbox_pkey;
         ALTER INDEX webhook_inbox_received_at RENAME TO hookinbox_inbox_received_at;
-        DROP INDEX webhook_inbox_unprocessed;
+        -- Kept until the state is backfilled below: its condition is the backfill's.
+        ALTER INDEX webhook_inbox_unprocessed RENAME TO hookinbox_inbox_v2_unprocessed;
         ALTER TABLE outbox RENAME TO hookinbox_outbox;
         ALTER INDEX outbox_pkey RENAME TO hookinbox_outbox_pkey;
         ALTER SEQUENCE outbox_id_seq RENAME TO hookinbox_outbox_id_seq;
-        DROP INDEX outbox_pending;
+        ALTER INDEX outbox_pending RENAME TO hookinbox_outbox_v2_pending;
         ALTER SEQUENCE outbox_claim_token_seq RENAME TO hookinbox_claim_token_seq;
         ALTER TABLE effects RENAME TO hookinbox_effect;
         ALTER INDEX effects_pkey RENAME TO hookinbox_effect_pkey;
@@ -50,6 +51,7 @@ UPDATE hookinbox_inbox
    SET state = CASE WHEN attempts >= 10 THEN 'needs_review' ELSE 'pending' END
  WHERE processed_at IS NULL;
 ALTER TABLE hookinbox_inbox ALTER COLUMN state SET DEFAULT 'pending';
+DROP INDEX IF EXISTS hookinbox_inbox_v2_unprocessed;
 
 -- What workers claim from and operators count: only unprocessed rows, so the index stays
 -- small however much history is kept.
@@ -73,6 +75,7 @@ UPDATE hookinbox_outbox
    SET state = CASE WHEN attempts >= 20 THEN 'needs_review' ELSE 'pending' END
  WHERE published_at IS NULL;
 ALTER TABLE hookinbox_outbox ALTER COLUMN state SET DEFAULT 'pending';
+DROP INDEX IF EXISTS hookinbox_outbox_v2_pending;
 
 -- The same predicate as the inbox's, for the same reason.
 CREATE INDEX hookinbox_outbox_unpublished
