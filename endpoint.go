@@ -47,6 +47,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		i.observer.Delivery(DeliveryInfo{
 			Endpoint: ep.Name, Provider: ep.provider, EventType: d.eventType, Outcome: d.outcome,
 			Status: d.status, Reason: d.class, SecretIndex: d.secretIndex, Latency: latency,
+			BodyConflict: d.conflict,
 		})
 	}()
 
@@ -97,9 +98,10 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		}
 	}
 
-	out, err := i.Receive(r.Context(), Event{
+	out, conflict, err := i.receive(r.Context(), Event{
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
 	})
+	d.conflict = conflict
 	switch {
 	case err == nil:
 		d.outcome = out
@@ -128,6 +130,7 @@ type delivery struct {
 	eventType   string
 	secretIndex int
 	outcome     Outcome
+	conflict    bool
 	status      int
 	class       string
 	reason      string

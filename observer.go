@@ -27,7 +27,10 @@ type DeliveryInfo struct {
 	Reason string
 	// SecretIndex is the position of the secret that verified the signature, or -1.
 	SecretIndex int
-	Latency     time.Duration
+	// BodyConflict is true for a duplicate whose body differs from the first
+	// delivery's (which was kept).
+	BodyConflict bool
+	Latency      time.Duration
 }
 
 // AttemptResult classifies a worker attempt.

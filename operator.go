@@ -58,6 +58,11 @@ type Receipt struct {
 	MaxAttempts int
 	LastError   string
 	ProcessedAt *time.Time
+	// BodySHA256 is the SHA-256 of the body as first received (nil for receipts from
+	// before schema version 3).
+	BodySHA256 []byte
+	// Conflicts counts later deliveries of this key with another body.
+	Conflicts int
 }
 
 func receiptFrom(r *driver.Receipt) *Receipt {
@@ -69,6 +74,7 @@ func receiptFrom(r *driver.Receipt) *Receipt {
 		EventType: r.EventType, Payload: r.Payload, State: State(r.State), Outcome: Outcome(r.Outcome),
 		ReceivedAt: r.ReceivedAt, AvailableAt: r.AvailableAt, Attempts: r.Attempts,
 		MaxAttempts: r.MaxAttempts, LastError: r.LastError, ProcessedAt: r.ProcessedAt,
+		BodySHA256: r.BodySHA256, Conflicts: r.Conflicts,
 	}
 }
 
@@ -160,6 +166,8 @@ type ListParams struct {
 	NeedsReview bool
 	// Unprocessed lists only receipts not yet processed (pending or needing review).
 	Unprocessed bool
+	// Conflicts lists only receipts that a delivery with another body repeated.
+	Conflicts bool
 	// Limit caps the number of rows.
 	//
 	// Defaults to 100.
@@ -175,6 +183,7 @@ func (o *Operator) ListReceipts(ctx context.Context, params ListParams) ([]*Rece
 		Endpoint:    params.Endpoint,
 		NeedsReview: params.NeedsReview,
 		Unprocessed: params.Unprocessed,
+		Conflicts:   params.Conflicts,
 		Limit:       params.Limit,
 	})
 	if err != nil {

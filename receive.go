@@ -2,6 +2,8 @@ package hookinbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +29,50 @@ const (
 //
 // Receive does not verify signatures: the HTTP handler from Endpoint does that first.
 // Call it directly only with events verified by other means.
+//
+// A duplicate whose body differs from the first delivery's is still a duplicate (the
+// first body won), but it is counted on the receipt (Receipt.Conflicts, ListParams'
+// Conflicts) and logged with both bodies' SHA-256: a provider's bug, a replay with a
+// changed body under a leaked secret, or two senders sharing one id space.
 func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
+	out, _, err := i.receive(ctx, ev)
+	return out, err
+}
+
+// receive is Receive, also reporting a duplicate whose body differs from the receipt's.
+func (i *Inbox[TTx]) receive(ctx context.Context, ev Event) (Outcome, bool, error) {
+	if ep, ok := i.endpoints[ev.Endpoint]; ok && ev.Provider == "" {
+		ev.Provider = ep.provider
+	}
+	out, err := i.receiveOutcome(ctx, ev)
+	if err != nil || out != OutcomeDuplicate {
+		return out, false, err
+	}
+	return out, i.noteDuplicate(ctx, ev), nil
+}
+
+// noteDuplicate compares a duplicate's body with the receipt's and records a conflict.
+// It runs after the delivery's outcome is settled and never changes it: an error here
+// is logged, not returned.
+func (i *Inbox[TTx]) noteDuplicate(ctx context.Context, ev Event) bool {
+	sum := sha256.Sum256(ev.Payload)
+	key := driver.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	stored, conflict, err := i.driver.Executor().InboxNoteDuplicate(nctx, key, sum[:])
+	if err != nil {
+		i.logger.WarnContext(ctx, "hookinbox: error comparing a duplicate's body", "endpoint", ev.Endpoint, "event_id", ev.ID, "error", err.Error())
+		return false
+	}
+	if conflict {
+		i.logger.WarnContext(ctx, "hookinbox: duplicate with another body; the first body was kept",
+			"endpoint", ev.Endpoint, "event_id", ev.ID, "event_type", ev.Type,
+			"stored_sha256", hex.EncodeToString(stored), "received_sha256", hex.EncodeToString(sum[:]))
+	}
+	return conflict
+}
+
+func (i *Inbox[TTx]) receiveOutcome(ctx context.Context, ev Event) (Outcome, error) {
 	ep, ok := i.endpoints[ev.Endpoint]
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownEndpoint, ev.Endpoint)
@@ -148,6 +193,10 @@ func (i *Inbox[TTx]) receiptParams(ev Event, processed bool, out Outcome) *drive
 		Payload:   ev.Payload,
 		Processed: processed,
 		Outcome:   string(out),
+		BodySHA256: func() []byte {
+			sum := sha256.Sum256(ev.Payload)
+			return sum[:]
+		}(),
 		// The receiver's limit until a worker's claim stores its own.
 		MaxAttempts: i.worker.MaxAttempts,
 	}

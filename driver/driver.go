@@ -87,6 +87,11 @@ type Executor interface {
 	// attempt was the last its max_attempts allows.
 	InboxRecordFailure(ctx context.Context, params *InboxFailureParams) error
 
+	// InboxNoteDuplicate checks a duplicate delivery's body hash against the receipt's:
+	// when both are known and differ it counts a conflict on the receipt, stores the
+	// new hash, and returns the stored one with conflict true.
+	InboxNoteDuplicate(ctx context.Context, key Key, bodySHA256 []byte) (stored []byte, conflict bool, err error)
+
 	// InboxGet returns one receipt, or nil if it does not exist.
 	InboxGet(ctx context.Context, key Key) (*Receipt, error)
 

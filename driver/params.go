@@ -29,6 +29,10 @@ type Receipt struct {
 	Outcome     string
 	// State is one of the State constants.
 	State string
+	// BodySHA256 is the hash of the body as received; nil before schema version 3.
+	BodySHA256 []byte
+	// Conflicts counts later deliveries of the key with another body.
+	Conflicts int
 }
 
 // The states of a receipt or an outbox message, as stored in its state column.
@@ -65,6 +69,10 @@ type InboxInsertParams struct {
 
 	// MaxAttempts is the receiver's attempt limit, stored with the row.
 	MaxAttempts int
+
+	// BodySHA256 is the SHA-256 of the body as received, stored to tell a later
+	// delivery of the key with another body.
+	BodySHA256 []byte
 }
 
 // InboxClaimParams select and lease a receipt for a worker.
@@ -96,7 +104,9 @@ type InboxListParams struct {
 	NeedsReview bool
 	// Unprocessed lists only receipts in StatePending or StateNeedsReview.
 	Unprocessed bool
-	Limit       int
+	// Conflicts lists only receipts that a delivery with another body repeated.
+	Conflicts bool
+	Limit     int
 }
 
 // InboxStatsParams configure InboxStats.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,18 +19,21 @@ import (
 
 // receiptJSON is a receipt as events list/show --json print it.
 type receiptJSON struct {
-	Provider    string          `json:"provider"`
-	Endpoint    string          `json:"endpoint"`
-	EventID     string          `json:"event_id"`
-	EventType   string          `json:"event_type"`
-	State       string          `json:"state"`
-	Outcome     string          `json:"outcome,omitempty"`
-	Attempts    int             `json:"attempts"`
-	LastError   string          `json:"last_error,omitempty"`
-	ReceivedAt  time.Time       `json:"received_at"`
-	AvailableAt time.Time       `json:"available_at"`
-	ProcessedAt *time.Time      `json:"processed_at"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
+	Provider    string     `json:"provider"`
+	Endpoint    string     `json:"endpoint"`
+	EventID     string     `json:"event_id"`
+	EventType   string     `json:"event_type"`
+	State       string     `json:"state"`
+	Outcome     string     `json:"outcome,omitempty"`
+	Attempts    int        `json:"attempts"`
+	LastError   string     `json:"last_error,omitempty"`
+	ReceivedAt  time.Time  `json:"received_at"`
+	AvailableAt time.Time  `json:"available_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Conflicts counts later deliveries of the key with another body (the first kept).
+	Conflicts  int             `json:"conflicts"`
+	BodySHA256 string          `json:"body_sha256,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
 // state is what an operator needs to know of a receipt, from its stored state:
@@ -47,6 +51,7 @@ func newReceiptJSON(r *hookinbox.Receipt, withPayload bool) receiptJSON {
 		Provider: r.Provider, Endpoint: r.Endpoint, EventID: r.EventID, EventType: r.EventType,
 		State: state(r), Outcome: string(r.Outcome), Attempts: r.Attempts, LastError: r.LastError,
 		ReceivedAt: r.ReceivedAt, AvailableAt: r.AvailableAt, ProcessedAt: r.ProcessedAt,
+		Conflicts: r.Conflicts, BodySHA256: hex.EncodeToString(r.BodySHA256),
 	}
 	if withPayload {
 		out.Payload = r.Payload
@@ -81,6 +86,7 @@ func (a *app) eventsListCommand() *cobra.Command {
 		asJSON      bool
 		needsReview bool
 		unprocessed bool
+		conflicts   bool
 		endpoint    string
 		limit       int
 	)
@@ -96,7 +102,7 @@ func (a *app) eventsListCommand() *cobra.Command {
 			}
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				list, err := b.Operator.ListReceipts(cmd.Context(), hookinbox.ListParams{
-					Endpoint: endpoint, NeedsReview: needsReview, Unprocessed: unprocessed, Limit: limit,
+					Endpoint: endpoint, NeedsReview: needsReview, Unprocessed: unprocessed, Conflicts: conflicts, Limit: limit,
 				})
 				if err != nil {
 					return fmt.Errorf("error listing receipts: %w", err)
@@ -122,6 +128,7 @@ func (a *app) eventsListCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().BoolVar(&needsReview, "needs-review", false, "only receipts that used every attempt")
 	cmd.Flags().BoolVar(&unprocessed, "unprocessed", false, "only unprocessed receipts")
+	cmd.Flags().BoolVar(&conflicts, "conflicts", false, "only receipts repeated by a delivery with another body (the first body was kept)")
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "only receipts of this endpoint")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many receipts")
 	return cmd

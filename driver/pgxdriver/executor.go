@@ -33,7 +33,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts)}
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256}
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
@@ -50,6 +50,7 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 		providers, endpoints, ids, types, payloads, outcomes, errs = make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		processed        = make([]bool, n)
+		hashes           = make([][]byte, n)
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
 		position         = make(map[driver.Key]int, n)
@@ -63,9 +64,10 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
 		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
+		hashes[j] = p.BodySHA256
 	}
 	rows, err := e.db.Query(ctx, sqlInboxInsertMany, providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits)
+		attempts, errs, delays, limits, hashes)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
 	}
@@ -162,6 +164,21 @@ func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailur
 	return nil
 }
 
+func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha []byte) ([]byte, bool, error) {
+	if len(sha) == 0 {
+		return nil, false, nil
+	}
+	var stored []byte
+	err := e.db.QueryRow(ctx, sqlInboxNoteDuplicate, key.Provider, key.Endpoint, key.EventID, sha).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, translate(fmt.Errorf("error checking a duplicate's body: %w", err))
+	}
+	return stored, true, nil
+}
+
 func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
 	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
 	if err != nil {
@@ -171,7 +188,7 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 }
 
 func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
-	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit)
+	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit, p.Conflicts)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
@@ -295,7 +312,7 @@ func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
 	var r driver.Receipt
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
 		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
-		&r.Outcome, &r.State)
+		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS %s (
 	// do not, so that they always use the primary key (see migration 003).
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
-       coalesce(outcome, ''), state`
+       coalesce(outcome, ''), state, body_sha256, conflicts`
 
 	// ON CONFLICT DO NOTHING waits for an uncommitted insert of the same key: it
 	// reports a conflict if that transaction commits and inserts if it rolls back. That
@@ -35,13 +35,13 @@ CREATE TABLE IF NOT EXISTS %s (
 	sqlInboxInsert = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
 VALUES ($1, $2, $3, $4, $5,
         CASE WHEN $6::boolean THEN now() END, $7, $8::integer, $9,
         now() + make_interval(secs => $10::float8), $11::integer,
         CASE WHEN $6::boolean THEN 'processed'
              WHEN $8::integer >= $11::integer THEN 'needs_review'
-             ELSE 'pending' END)
+             ELSE 'pending' END, $12::bytea)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING true`
 
@@ -52,17 +52,18 @@ RETURNING true`
 	sqlInboxInsertMany = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
 SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
        CASE WHEN b.processed THEN now() END, nullif(b.outcome, ''), b.attempts, nullif(b.last_error, ''),
        now() + make_interval(secs => b.delay), nullif(b.max_attempts, 0),
        CASE WHEN b.processed THEN 'processed'
             WHEN b.max_attempts > 0 AND b.attempts >= b.max_attempts THEN 'needs_review'
-            ELSE 'pending' END
+            ELSE 'pending' END,
+       b.body_sha256
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
-              $8::integer[], $9::text[], $10::float8[], $11::integer[])
+              $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[])
        AS b(provider, endpoint, event_id, event_type, payload, processed, outcome,
-            attempts, last_error, delay, max_attempts)
+            attempts, last_error, delay, max_attempts, body_sha256)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING provider, endpoint, event_id`
 
@@ -105,7 +106,7 @@ UPDATE hookinbox_inbox AS w
  WHERE (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
 RETURNING w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.received_at,
           w.available_at, w.attempts, coalesce(w.max_attempts, 0), coalesce(w.last_error, ''),
-          w.processed_at, coalesce(w.outcome, ''), w.state`
+          w.processed_at, coalesce(w.outcome, ''), w.state, w.body_sha256, w.conflicts`
 
 	sqlInboxExtendLease = `
 UPDATE hookinbox_inbox
@@ -124,6 +125,15 @@ UPDATE hookinbox_inbox
  WHERE provider = $1 AND endpoint = $2 AND event_id = $3
    AND state = 'pending'`
 
+	// Counts a conflict only when both hashes are known and differ; a matching or
+	// unknown (pre-version-3) hash leaves the row untouched.
+	sqlInboxNoteDuplicate = `
+UPDATE hookinbox_inbox
+   SET conflicts = conflicts + 1, conflict_sha256 = $4
+ WHERE provider = $1 AND endpoint = $2 AND event_id = $3
+   AND body_sha256 IS NOT NULL AND body_sha256 <> $4
+RETURNING body_sha256`
+
 	sqlInboxGet = `
 SELECT ` + sqlReceiptColumns + `
   FROM hookinbox_inbox
@@ -135,6 +145,7 @@ SELECT ` + sqlReceiptColumns + `
  WHERE ($1 = '' OR endpoint = $1)
    AND (NOT $2 OR state = 'needs_review')
    AND (NOT $3 OR state IN ('pending', 'needs_review'))
+   AND (NOT $5 OR conflicts > 0)
  ORDER BY received_at DESC
  LIMIT $4`
 

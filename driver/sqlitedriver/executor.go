@@ -44,7 +44,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts),
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256,
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -151,6 +151,21 @@ func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailur
 	return nil
 }
 
+func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha []byte) ([]byte, bool, error) {
+	if len(sha) == 0 {
+		return nil, false, nil
+	}
+	var stored []byte
+	err := e.db.QueryRowContext(ctx, sqlInboxNoteDuplicate, key.Provider, key.Endpoint, key.EventID, sha).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, translate(fmt.Errorf("error checking a duplicate's body: %w", err))
+	}
+	return stored, true, nil
+}
+
 func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
 	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
 	if err != nil {
@@ -160,7 +175,7 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 }
 
 func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
-	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit)
+	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit, p.Conflicts)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
@@ -285,7 +300,8 @@ func scanReceipt(row scanner) (*driver.Receipt, error) {
 	var received, available int64
 	var processed sql.NullInt64
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &payload,
-		&received, &available, &r.Attempts, &r.MaxAttempts, &r.LastError, &processed, &r.Outcome, &r.State)
+		&received, &available, &r.Attempts, &r.MaxAttempts, &r.LastError, &processed, &r.Outcome, &r.State,
+		&r.BodySHA256, &r.Conflicts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

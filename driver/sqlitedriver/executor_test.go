@@ -473,3 +473,24 @@ func TestSetStatementTimeout_NoOp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A duplicate's body hash is compared with the receipt's: only a known, different hash
+// counts a conflict.
+func TestInboxNoteDuplicate_CountsOnlyAnotherBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := &driver.InboxInsertParams{Key: key("evt_1"), EventType: "x", Payload: []byte(`{}`), MaxAttempts: 10, BodySHA256: []byte("0123456789abcdef0123456789abcdef")}
+	if ok, err := b.ex.InboxInsert(b.ctx, p); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, conflict, err := b.ex.InboxNoteDuplicate(b.ctx, key("evt_1"), p.BodySHA256); err != nil || conflict {
+		t.Fatalf("same body: conflict %v, %v", conflict, err)
+	}
+	stored, conflict, err := b.ex.InboxNoteDuplicate(b.ctx, key("evt_1"), []byte("another body's hash, 32 bytes..."))
+	if err != nil || !conflict || string(stored) != string(p.BodySHA256) {
+		t.Fatalf("another body: conflict %v, stored %q, %v", conflict, stored, err)
+	}
+	if r, err := b.ex.InboxGet(b.ctx, key("evt_1")); err != nil || r.Conflicts != 1 {
+		t.Fatalf("receipt %+v, %v; want 1 conflict", r, err)
+	}
+}

@@ -33,7 +33,7 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLAT
 
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
-       coalesce(outcome, ''), state`
+       coalesce(outcome, ''), state, body_sha256, conflicts`
 
 	// DO NOTHING turns a second copy into a duplicate. Copies never race inside
 	// SQLite: the transaction that runs this took the database's write lock at BEGIN
@@ -44,12 +44,12 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLAT
 	sqlInboxInsert = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state)
+        received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
 VALUES (?1, ?2, ?3, ?4, ?5,
         ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10, ?11,
         CASE WHEN ?6 THEN 'processed'
              WHEN ?8 >= ?11 THEN 'needs_review'
-             ELSE 'pending' END)
+             ELSE 'pending' END, ?12)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
@@ -110,6 +110,14 @@ UPDATE hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
    AND state = 'pending'`
 
+	// Counts a conflict only when both hashes are known and differ.
+	sqlInboxNoteDuplicate = `
+UPDATE hookinbox_inbox
+   SET conflicts = conflicts + 1, conflict_sha256 = ?4
+ WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
+   AND body_sha256 IS NOT NULL AND body_sha256 <> ?4
+RETURNING body_sha256`
+
 	sqlInboxGet = `
 SELECT ` + sqlReceiptColumns + `
   FROM hookinbox_inbox
@@ -122,6 +130,7 @@ SELECT ` + sqlReceiptColumns + `
  WHERE (?1 = '' OR endpoint = ?1)
    AND (NOT ?2 OR state = 'needs_review')
    AND (NOT ?3 OR state IN ('pending', 'needs_review'))
+   AND (NOT ?5 OR conflicts > 0)
  ORDER BY received_at DESC, rowid DESC
  LIMIT ?4`
 

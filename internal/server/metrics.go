@@ -27,6 +27,7 @@ type Metrics struct {
 	attempts         *prometheus.CounterVec
 	attemptDuration  *prometheus.HistogramVec
 	exhausted        *prometheus.CounterVec
+	bodyConflicts    *prometheus.CounterVec
 
 	outboxDeliveries *prometheus.CounterVec
 	outboxDuration   *prometheus.HistogramVec
@@ -80,6 +81,10 @@ func NewMetrics() *Metrics {
 			Name: "hookinbox_attempts_exhausted_total",
 			Help: "Receipts whose last allowed attempt failed: they now need review (see hookinbox events list --needs-review).",
 		}, []string{"endpoint"}),
+		bodyConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_duplicate_body_conflicts_total",
+			Help: "Duplicates whose body differs from the first delivery's, which was kept (see hookinbox events list --conflicts): a provider's bug, a changed replay, or two senders sharing an id space.",
+		}, []string{"endpoint"}),
 		outboxDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_outbox_deliveries_total",
 			Help: `Outbox delivery attempts by sink ("endpoint:<name>" for forward endpoints, "default" for outbox.sink) and result (delivered, failed, stale: the lease ran out before the result was recorded).`,
@@ -97,7 +102,7 @@ func NewMetrics() *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.deliveries, m.deliveryDuration, m.secretSlots, m.attempts, m.attemptDuration, m.exhausted,
+		m.deliveries, m.deliveryDuration, m.secretSlots, m.attempts, m.attemptDuration, m.exhausted, m.bodyConflicts,
 		m.outboxDeliveries, m.outboxDuration, m.outboxDuplicates,
 	)
 	return m
@@ -114,6 +119,9 @@ func (m *Metrics) Delivery(d hookinbox.DeliveryInfo) {
 	m.deliveryDuration.WithLabelValues(d.Endpoint).Observe(d.Latency.Seconds())
 	if d.SecretIndex >= 0 {
 		m.secretSlots.WithLabelValues(d.Endpoint, strconv.Itoa(d.SecretIndex)).Inc()
+	}
+	if d.BodyConflict {
+		m.bodyConflicts.WithLabelValues(d.Endpoint).Inc()
 	}
 }
 

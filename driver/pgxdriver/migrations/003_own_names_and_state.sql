@@ -51,6 +51,16 @@ UPDATE hookinbox_inbox
    SET state = CASE WHEN attempts >= 10 THEN 'needs_review' ELSE 'pending' END
  WHERE processed_at IS NULL;
 ALTER TABLE hookinbox_inbox ALTER COLUMN state SET DEFAULT 'pending';
+
+-- body_sha256 is the SHA-256 of the verified body as received (NULL for receipts from
+-- before this version). A later delivery with the same key but another body is still
+-- a duplicate (the first body won), yet it is counted in conflicts, with the last such
+-- body's hash in conflict_sha256: a provider's bug, a replay with a changed body under
+-- a leaked secret, or two senders sharing one id space.
+ALTER TABLE hookinbox_inbox
+    ADD COLUMN body_sha256     bytea,
+    ADD COLUMN conflicts       integer NOT NULL DEFAULT 0,
+    ADD COLUMN conflict_sha256 bytea;
 DROP INDEX IF EXISTS hookinbox_inbox_v2_unprocessed;
 
 -- What workers claim from and operators count: only unprocessed rows, so the index stays

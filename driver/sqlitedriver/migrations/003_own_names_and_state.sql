@@ -54,3 +54,11 @@ UPDATE hookinbox_outbox
 
 CREATE INDEX hookinbox_outbox_unpublished
     ON hookinbox_outbox (state, available_at) WHERE state IN ('pending', 'needs_review');
+
+-- body_sha256 is the SHA-256 of the verified body as received (NULL for receipts from
+-- before this version). A later delivery with the same key but another body is still
+-- a duplicate (the first body won), yet it is counted in conflicts, with the last such
+-- body's hash in conflict_sha256.
+ALTER TABLE hookinbox_inbox ADD COLUMN body_sha256 BLOB;
+ALTER TABLE hookinbox_inbox ADD COLUMN conflicts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE hookinbox_inbox ADD COLUMN conflict_sha256 BLOB;
