@@ -65,6 +65,14 @@
 // handler fails, stores the receipt as pending with the error and one attempt counted,
 // so that workers retry it and a bug does not depend on the provider's patience.
 //
+// Concurrent deliveries share commits (Config.Accept, Config.Sync): async receipts
+// are inserted a batch per statement, sync deliveries run several to a transaction,
+// each behind a savepoint of its own, so that one's failure undoes only its own work.
+// There is no timer: a lone delivery is committed at once, and every delivery is
+// answered only after its commit. A delivery with an event id received before but
+// another body is a duplicate (the first body won), counted on the receipt
+// (Receipt.Conflicts) and logged with both bodies' SHA-256.
+//
 // # Handlers
 //
 // A HandlerFunc receives the driver's native transaction (pgx.Tx, *sql.Tx) and the
@@ -82,10 +90,13 @@
 // # Workers
 //
 // Run starts WorkerConfig.Concurrency workers for the async and hybrid endpoints. A
-// worker claims a receipt in a short committed statement (attempt counted, lease
-// taken, SKIP LOCKED), then processes it in a second transaction that locks the row,
-// re-checks that it is still pending, bounds every statement below the lease, applies
-// the handler and marks it processed. A failed attempt is recorded and retried after
+// worker claims up to WorkerConfig.BatchSize receipts in a short committed statement
+// (attempts counted, leases taken, SKIP LOCKED), then processes them in a second
+// transaction that locks the rows, re-checks that they are still pending, bounds every
+// statement below the lease, applies the handlers and marks them processed; when one
+// fails, each is processed again in a transaction of its own. On PostgreSQL a receipt
+// accepted by another process wakes idle workers through LISTEN/NOTIFY, sent after
+// commit and coalesced (Config.PollOnly turns it off); polling is the fallback. A failed attempt is recorded and retried after
 // RetryDelayFunc; the attempt that reaches the worker's MaxAttempts puts the receipt in
 // StateNeedsReview, as does the next claim of a receipt whose worker died during its
 // last attempt.
