@@ -253,25 +253,29 @@ func AttemptLimit(limit int) *int {
 	return &limit
 }
 
-// StillPending keeps the receipts a claim returned that are still pending (the claim
-// put the others to review), in order.
-func StillPending(list []*Receipt) []*Receipt {
-	kept := list[:0]
-	for _, r := range list {
-		if r.State == StatePending {
-			kept = append(kept, r)
+// ClaimPending runs claim until it returns rows that are still pending, or no row at
+// all, and returns those. The rows a claim put to review (their worker died during
+// their last attempt) are committed as such and never handed out; a claim that found
+// only those looks again, so that a short batch still means nothing else is
+// available. state reads a row's state.
+func ClaimPending[T any](claim func() ([]T, error), state func(T) string) ([]T, error) {
+	for {
+		list, err := claim()
+		if err != nil || len(list) == 0 {
+			return nil, err
+		}
+		kept := list[:0]
+		for _, r := range list {
+			if state(r) == StatePending {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) > 0 {
+			return kept, nil
 		}
 	}
-	return kept
 }
 
-// StillPendingMessages is StillPending for outbox messages.
-func StillPendingMessages(list []*OutboxMessage) []*OutboxMessage {
-	kept := list[:0]
-	for _, m := range list {
-		if m.State == StatePending {
-			kept = append(kept, m)
-		}
-	}
-	return kept
-}
+// ReceiptState and MessageState are the state readers ClaimPending takes.
+func ReceiptState(r *Receipt) string       { return r.State }
+func MessageState(m *OutboxMessage) string { return m.State }

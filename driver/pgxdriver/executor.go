@@ -129,7 +129,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
-	for {
+	return driver.ClaimPending(func() ([]*driver.Receipt, error) {
 		rows, err := e.db.Query(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
@@ -138,14 +138,8 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
-		// Rows put to review by this claim are committed as such; a claim that found
-		// only those looks again, so that a short batch still means nothing else is
-		// available.
-		claimed := driver.StillPending(list)
-		if len(claimed) > 0 || len(list) == 0 {
-			return claimed, nil
-		}
-	}
+		return list, nil
+	}, driver.ReceiptState)
 }
 
 func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {

@@ -15,7 +15,7 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
-	for {
+	return driver.ClaimPending(func() ([]*driver.OutboxMessage, error) {
 		rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
@@ -24,14 +24,8 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 		}
-		// Messages this claim put to review are committed as such and not delivered; a
-		// claim that found only those looks again, so that a short batch still means
-		// nothing else is available.
-		claimed := driver.StillPendingMessages(msgs)
-		if len(claimed) > 0 || len(msgs) == 0 {
-			return claimed, nil
-		}
-	}
+		return msgs, nil
+	}, driver.MessageState)
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {

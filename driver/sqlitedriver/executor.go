@@ -108,7 +108,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	if err != nil {
 		return nil, err
 	}
-	for {
+	return driver.ClaimPending(func() ([]*driver.Receipt, error) {
 		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
@@ -117,13 +117,8 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
-		// Rows put to review by this claim are committed as such (or, in the caller's
-		// transaction, will be); a claim that found only those looks again.
-		claimed := driver.StillPending(list)
-		if len(claimed) > 0 || len(list) == 0 {
-			return claimed, nil
-		}
-	}
+		return list, nil
+	}, driver.ReceiptState)
 }
 
 func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {

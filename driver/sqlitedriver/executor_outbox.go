@@ -21,18 +21,9 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		msgs, err := e.outboxClaimOnce(ctx, p, destinations)
-		if err != nil {
-			return nil, err
-		}
-		// A claim that found only messages to put to review looks again, so that a
-		// short batch still means nothing else is available.
-		claimed := driver.StillPendingMessages(msgs)
-		if len(claimed) > 0 || len(msgs) == 0 {
-			return claimed, nil
-		}
-	}
+	return driver.ClaimPending(func() ([]*driver.OutboxMessage, error) {
+		return e.outboxClaimOnce(ctx, p, destinations)
+	}, driver.MessageState)
 }
 
 func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams, destinations string) ([]*driver.OutboxMessage, error) {
