@@ -22,6 +22,25 @@ import (
 // process or the other endpoints.
 type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, ev Event) error
 
+// BatchHandlerFunc applies several events at once inside the inbox transaction tx: the
+// set-based form of a HandlerFunc, for handlers whose statements can take many rows
+// each (INSERT … SELECT FROM unnest(…) on PostgreSQL), so that deliveries which share a
+// transaction also share their statements. Register it with Inbox.HandleBatch.
+//
+// The events are distinct (no two share an id), new (their receipts were inserted in
+// tx just before), of one endpoint and one registration (its event type, or the
+// endpoint's "*"), and in no defined order: they arrived concurrently. The function
+// must leave the state that applying them one at a time, in some order, would leave;
+// like a HandlerFunc it is a state transition, and the rules of HandlerFunc hold for
+// it. It may return an error to refuse a batch it cannot apply as a set (two events of
+// one business object, say): nothing is lost by that.
+//
+// An error or a panic rolls the batch back, receipts included, and each event is then
+// applied alone by the same function with a one-event slice, behind a savepoint of its
+// own, so that one bad event fails only its own delivery. Workers, and a delivery that
+// shares its transaction with no other of its registration, call it with one event.
+type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, events []Event) error
+
 // JSONHandler returns a handler that decodes the verified payload into a T once and
 // passes it to fn beside the event. A payload that does not decode into T fails the
 // attempt like any handler error.
@@ -86,4 +105,18 @@ func (i *Inbox[TTx]) callHandler(ctx context.Context, fn HandlerFunc[TTx], tx TT
 		}
 	}()
 	return fn(ctx, tx, ev)
+}
+
+// callBatchHandler runs fn as callHandler runs a handler; a panic is logged with the
+// batch's endpoint and size.
+func (i *Inbox[TTx]) callBatchHandler(ctx context.Context, fn BatchHandlerFunc[TTx], tx TTx, evs []Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			perr := &PanicError{Value: v, Stack: debug.Stack()}
+			i.logger.ErrorContext(ctx, "hookinbox: batch handler panicked",
+				"endpoint", evs[0].Endpoint, "events", len(evs), "panic", perr.Error(), "stack", string(perr.Stack))
+			err = perr
+		}
+	}()
+	return fn(ctx, tx, evs)
 }

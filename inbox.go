@@ -28,6 +28,8 @@ type Inbox[TTx any] struct {
 
 	mu       sync.RWMutex
 	handlers map[handlerKey]HandlerFunc[TTx]
+	// batches holds the set-based form of the handlers registered with HandleBatch.
+	batches map[handlerKey]BatchHandlerFunc[TTx]
 
 	// wake announces new pending receipts to this process's workers, so they do not
 	// wait for their next poll. It never blocks a receiver.
@@ -67,6 +69,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		worker:    config.Worker.WithDefaults(),
 		logger:    config.Logger,
 		handlers:  make(map[handlerKey]HandlerFunc[TTx]),
+		batches:   make(map[handlerKey]BatchHandlerFunc[TTx]),
 		wake:      make(chan struct{}, 1),
 	}
 	if i.logger == nil {
@@ -111,10 +114,30 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 // event type "*" matches every type that has no handler of its own. Handle panics on
 // an unknown endpoint or a second handler for the same type: both are wiring mistakes.
 func (i *Inbox[TTx]) Handle(endpointName, eventType string, fn HandlerFunc[TTx]) {
+	if fn == nil {
+		panic("hookinbox: Handle needs an event type and a function")
+	}
+	i.register(endpointName, eventType, fn, nil)
+}
+
+// HandleBatch registers fn, the set-based form of a handler, for events of eventType
+// (or "*") on the named endpoint, as Handle does. Sync and hybrid deliveries that share
+// a transaction (Config.Sync) and this registration are applied by one call of fn;
+// every other caller (a worker's attempt, a delivery alone in its transaction) passes
+// one event. See BatchHandlerFunc for what fn must guarantee.
+func (i *Inbox[TTx]) HandleBatch(endpointName, eventType string, fn BatchHandlerFunc[TTx]) {
+	if fn == nil {
+		panic("hookinbox: HandleBatch needs an event type and a function")
+	}
+	one := func(ctx context.Context, tx TTx, ev Event) error { return fn(ctx, tx, []Event{ev}) }
+	i.register(endpointName, eventType, one, fn)
+}
+
+func (i *Inbox[TTx]) register(endpointName, eventType string, fn HandlerFunc[TTx], batch BatchHandlerFunc[TTx]) {
 	if _, ok := i.endpoints[endpointName]; !ok {
 		panic(fmt.Sprintf("hookinbox: Handle on unknown endpoint %q", endpointName))
 	}
-	if fn == nil || eventType == "" {
+	if eventType == "" {
 		panic("hookinbox: Handle needs an event type and a function")
 	}
 	i.mu.Lock()
@@ -124,15 +147,28 @@ func (i *Inbox[TTx]) Handle(endpointName, eventType string, fn HandlerFunc[TTx])
 		panic(fmt.Sprintf("hookinbox: a handler for %q on endpoint %q is already registered", eventType, endpointName))
 	}
 	i.handlers[k] = fn
+	if batch != nil {
+		i.batches[k] = batch
+	}
 }
 
 func (i *Inbox[TTx]) handler(endpointName, eventType string) HandlerFunc[TTx] {
+	fn, _, _ := i.handlerFor(endpointName, eventType)
+	return fn
+}
+
+// handlerFor returns the handler of an event, its set-based form if it was registered
+// with HandleBatch, and the registration's key.
+func (i *Inbox[TTx]) handlerFor(endpointName, eventType string) (HandlerFunc[TTx], BatchHandlerFunc[TTx], handlerKey) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	if fn, ok := i.handlers[handlerKey{endpointName, eventType}]; ok {
-		return fn
+	k := handlerKey{endpointName, eventType}
+	fn, ok := i.handlers[k]
+	if !ok {
+		k.eventType = "*"
+		fn = i.handlers[k]
 	}
-	return i.handlers[handlerKey{endpointName, "*"}]
+	return fn, i.batches[k], k
 }
 
 // Driver returns the inbox's driver.

@@ -33,7 +33,35 @@ func InsertOutboxTx[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx
 	return insertOutbox(ctx, d.UnwrapExecutor(tx), source, msg)
 }
 
+// InsertOutboxBatchTx is InsertOutboxTx for several messages, in one statement where
+// the database allows it (PostgreSQL): messages[k] is written on behalf of
+// sources[k]. All commit or roll back with tx; a batch handler (BatchHandlerFunc)
+// writes the messages of its whole batch with it.
+func InsertOutboxBatchTx[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx TTx, sources []Event, messages []OutboxMessage) error {
+	if len(sources) != len(messages) {
+		return fmt.Errorf("error inserting outbox messages: %d sources for %d messages", len(sources), len(messages))
+	}
+	ps := make([]*driver.OutboxInsertParams, len(messages))
+	for k := range messages {
+		p, err := outboxParams(sources[k], messages[k])
+		if err != nil {
+			return err
+		}
+		ps[k] = p
+	}
+	var d TDriver
+	return d.UnwrapExecutor(tx).OutboxInsertMany(ctx, ps)
+}
+
 func insertOutbox(ctx context.Context, ex driver.Executor, source Event, msg OutboxMessage) (int64, error) {
+	p, err := outboxParams(source, msg)
+	if err != nil {
+		return 0, err
+	}
+	return ex.OutboxInsert(ctx, p)
+}
+
+func outboxParams(source Event, msg OutboxMessage) (*driver.OutboxInsertParams, error) {
 	var payload []byte
 	switch p := msg.Payload.(type) {
 	case json.RawMessage:
@@ -43,21 +71,17 @@ func insertOutbox(ctx context.Context, ex driver.Executor, source Event, msg Out
 	default:
 		var err error
 		if payload, err = json.Marshal(p); err != nil {
-			return 0, fmt.Errorf("error encoding outbox payload: %w", err)
+			return nil, fmt.Errorf("error encoding outbox payload: %w", err)
 		}
 	}
-	id, err := ex.OutboxInsert(ctx, &driver.OutboxInsertParams{
+	return &driver.OutboxInsertParams{
 		AggregateType: msg.AggregateType,
 		AggregateID:   msg.AggregateID,
 		EventType:     msg.EventType,
 		Payload:       payload,
 		Source:        driver.Key{Provider: source.Provider, Endpoint: source.Endpoint, EventID: source.ID},
 		Destination:   msg.Destination,
-	})
-	if err != nil {
-		return 0, err
-	}
-	return id, nil
+	}, nil
 }
 
 // ForwardTo returns a handler that forwards every event it receives, unchanged, through

@@ -83,7 +83,7 @@ func (i *Inbox[TTx]) receiveOutcome(ctx context.Context, ev Event) (Outcome, err
 	if err := checkEvent(ev, ep); err != nil {
 		return "", err
 	}
-	fn := i.handler(ev.Endpoint, ev.Type)
+	fn, batch, reg := i.handlerFor(ev.Endpoint, ev.Type)
 	if fn == nil {
 		// Kept as processed so that the provider's retries stay duplicates.
 		return i.insertReceipt(ctx, ev, true, OutcomeIgnored)
@@ -95,10 +95,9 @@ func (i *Inbox[TTx]) receiveOutcome(ctx context.Context, ev Event) (Outcome, err
 			i.announce()
 		}
 		return out, err
-	case ModeHybrid:
-		return i.receiveSyncGrouped(ctx, ev, fn, true)
 	default:
-		return i.receiveSyncGrouped(ctx, ev, fn, false)
+		return i.receiveSyncGrouped(ctx, &syncDelivery[TTx]{ctx: ctx, ev: ev, fn: fn,
+			batch: batch, registration: reg, hybrid: ep.Mode == ModeHybrid})
 	}
 }
 

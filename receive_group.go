@@ -12,10 +12,14 @@ import (
 
 // syncDelivery is one sync or hybrid delivery waiting for a shared transaction.
 type syncDelivery[TTx any] struct {
-	ctx    context.Context
-	ev     Event
-	fn     HandlerFunc[TTx]
-	hybrid bool
+	ctx context.Context
+	ev  Event
+	fn  HandlerFunc[TTx]
+	// batch is fn's set-based form, when registered with HandleBatch; deliveries of one
+	// registration in a group are applied together.
+	batch        BatchHandlerFunc[TTx]
+	registration handlerKey
+	hybrid       bool
 }
 
 type syncResult struct {
@@ -34,8 +38,8 @@ func (i *Inbox[TTx]) newSyncer(c GroupConfig) *groupcommit.Committer[*syncDelive
 
 // receiveSyncGrouped hands a sync or hybrid delivery to the group commit and returns
 // its own outcome, after the transaction that holds it committed.
-func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, ev Event, fn HandlerFunc[TTx], hybrid bool) (Outcome, error) {
-	res, err := i.syncer.Do(ctx, &syncDelivery[TTx]{ctx: ctx, ev: ev, fn: fn, hybrid: hybrid})
+func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, d *syncDelivery[TTx]) (Outcome, error) {
+	res, err := i.syncer.Do(ctx, d)
 	if errors.Is(err, groupcommit.ErrFull) {
 		return "", ErrOverloaded
 	}
@@ -55,13 +59,16 @@ func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, ev Event, fn Handle
 // receipt and answers duplicate, which is what the delivery is).
 func (i *Inbox[TTx]) receiveGroup(ctx context.Context, group []*syncDelivery[TTx]) ([]syncResult, error) {
 	res := make([]syncResult, len(group))
-	alone := 0 // deliveries from here on are received alone
+	handled := make([]bool, len(group)) // by the shared transaction, which committed
 	if len(group) > 1 {
-		if done, err := i.receiveTogether(ctx, group, res); err == nil {
-			alone = done
+		if h, err := i.receiveTogether(ctx, group, res); err == nil {
+			handled = h
 		}
 	}
-	for n := alone; n < len(group); n++ {
+	for n := range group {
+		if handled[n] {
+			continue
+		}
 		// A fresh deadline each: what the group spent is not taken from them.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(group[n].ctx), syncTimeout)
 		res[n].out, res[n].err = i.receiveAlone(hctx, group[n])
@@ -95,24 +102,23 @@ const groupBudget = syncTimeout / 6
 // errGroupFailed reports that the shared transaction cannot go on.
 var errGroupFailed = errors.New("the group's transaction failed")
 
-// receiveTogether receives group[:done] in one transaction and commits; it stops
-// taking deliveries once groupBudget has passed, and the caller receives the rest
-// alone. An error means nothing was committed.
-func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[TTx], res []syncResult) (done int, err error) {
+// receiveTogether receives deliveries of group in one transaction and commits, and
+// reports which: it stops taking deliveries once groupBudget has passed, and the caller
+// receives the rest alone. Deliveries of one registration with a set-based handler are
+// applied by one call of it (receiveBatchInGroup); the others, and a batch that fails,
+// one by one behind a savepoint each. An error means nothing was committed.
+func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[TTx], res []syncResult) (handled []bool, err error) {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
 
 	start := time.Now()
-	done = len(group)
+	handled = make([]bool, len(group))
 	var hybridFailures []int
-	for n, d := range group {
-		if n > 0 && time.Since(start) > groupBudget {
-			done = n
-			break
-		}
+	one := func(n int) error {
+		d := group[n]
 		hctx, cancel := i.handlerContext(ctx, d)
 		out, err := i.receiveInGroup(hctx, tx, d)
 		cancel()
@@ -120,13 +126,35 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		case err == nil:
 			res[n] = syncResult{out: out}
 		case errors.Is(err, errGroupFailed):
-			return 0, err
+			return err
 		default:
 			// Rolled back to its savepoint: the delivery's failure is its own.
 			res[n] = syncResult{err: err}
 			var herr *HandlerError
 			if d.hybrid && errors.As(err, &herr) {
 				hybridFailures = append(hybridFailures, n)
+			}
+		}
+		handled[n] = true
+		return nil
+	}
+units:
+	for u, unit := range batchUnits(group) {
+		if u > 0 && time.Since(start) > groupBudget {
+			break
+		}
+		rest := unit
+		if len(unit) > 1 {
+			if rest, err = i.receiveBatchInGroup(ctx, tx, group, unit, res, handled); err != nil {
+				return nil, err
+			}
+		}
+		for k, n := range rest {
+			if (u > 0 || k > 0) && time.Since(start) > groupBudget {
+				break units
+			}
+			if err := one(n); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -139,7 +167,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		p.Attempts, p.LastError, p.Delay, p.MaxAttempts = 1, errorText(errors.Unwrap(herr)), i.worker.RetryDelayFunc(1), i.worker.MaxAttempts
 		inserted, err := tx.InboxInsert(ctx, p)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		res[n] = syncResult{out: OutcomeDuplicate}
 		if inserted {
@@ -147,7 +175,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, n := range hybridFailures {
 		if res[n].out == OutcomeAccepted {
@@ -156,7 +184,109 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 			i.announce()
 		}
 	}
-	return done, nil
+	return handled, nil
+}
+
+// batchUnits splits a group into the units its transaction receives in turn, in order
+// of arrival: the deliveries of one registration with a set-based handler together,
+// every other delivery alone.
+func batchUnits[TTx any](group []*syncDelivery[TTx]) [][]int {
+	var units [][]int
+	at := map[handlerKey]int{}
+	for n, d := range group {
+		if d.batch == nil {
+			units = append(units, []int{n})
+			continue
+		}
+		if u, ok := at[d.registration]; ok {
+			units[u] = append(units[u], n)
+			continue
+		}
+		at[d.registration] = len(units)
+		units = append(units, []int{n})
+	}
+	return units
+}
+
+// receiveBatchInGroup receives the deliveries unit of group, of one registration with
+// a set-based handler, behind one savepoint: their receipts in one statement, then one
+// call of the handler with the events that were new. It returns the deliveries left to
+// receive one by one: later copies of an event in the unit (each a duplicate, or the
+// event itself if its first copy fails), or the whole unit when the batch failed and
+// was rolled back to its savepoint. errGroupFailed means the transaction cannot go on.
+func (i *Inbox[TTx]) receiveBatchInGroup(ctx context.Context, tx driver.ExecutorTx[TTx], group []*syncDelivery[TTx],
+	unit []int, res []syncResult, handled []bool) (rest []int, err error) {
+	var (
+		firsts  []int
+		params  []*driver.InboxInsertParams
+		seen    = make(map[string]bool, len(unit))
+		copies  []int
+		retreat = func() ([]int, error) {
+			if err := tx.RollbackToSavepoint(ctx); err != nil {
+				return nil, errGroupFailed
+			}
+			return unit, nil
+		}
+	)
+	for _, n := range unit {
+		if seen[group[n].ev.ID] {
+			copies = append(copies, n)
+			continue
+		}
+		seen[group[n].ev.ID] = true
+		firsts = append(firsts, n)
+		params = append(params, i.receiptParams(group[n].ev, true, OutcomeProcessed))
+	}
+	if len(firsts) == 1 {
+		return unit, nil
+	}
+	inserted, err := tx.SavepointInboxInsertMany(ctx, params)
+	if errors.Is(err, driver.ErrSavepoint) || isGroupFailure(err) {
+		return nil, errGroupFailed
+	}
+	if err != nil {
+		return retreat()
+	}
+	var evs []Event
+	for k, n := range firsts {
+		if inserted[k] {
+			ev := group[n].ev
+			ev.Attempt = 1
+			evs = append(evs, ev)
+		}
+	}
+	if len(evs) > 0 {
+		hctx, cancel := i.handlerContext(ctx, group[firsts[0]])
+		err = i.callBatchHandler(hctx, group[firsts[0]].batch, tx.Native(), evs)
+		cancel()
+		if err != nil {
+			if isGroupFailure(i.driver.TranslateError(err)) {
+				return nil, errGroupFailed
+			}
+			return retreat()
+		}
+	}
+	if err := tx.ReleaseSavepoint(ctx); err != nil {
+		if isGroupFailure(err) {
+			return nil, errGroupFailed
+		}
+		return retreat()
+	}
+	for k, n := range firsts {
+		res[n] = syncResult{out: OutcomeDuplicate}
+		if inserted[k] {
+			res[n] = syncResult{out: OutcomeProcessed}
+		}
+		handled[n] = true
+	}
+	return copies, nil
+}
+
+// isGroupFailure says whether a failure is the shared transaction's rather than one
+// delivery's: alone, in its own transaction, the delivery may succeed.
+func isGroupFailure(err error) bool {
+	return errors.Is(err, driver.ErrUnavailable) || errors.Is(err, driver.ErrConflict) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // receiveInGroup receives one delivery of a group behind a savepoint, and releases the
@@ -172,9 +302,7 @@ func (i *Inbox[TTx]) receiveTogether(ctx context.Context, group []*syncDelivery[
 // savepoint would undo the previous delivery, already counted as processed.
 func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TTx], d *syncDelivery[TTx]) (Outcome, error) {
 	undo := func(err error) (Outcome, error) {
-		if errors.Is(err, driver.ErrUnavailable) || errors.Is(err, driver.ErrConflict) ||
-			errors.Is(err, context.DeadlineExceeded) {
-			// Not the delivery's own failure: alone, in its own transaction, it may succeed.
+		if isGroupFailure(err) {
 			return "", errGroupFailed
 		}
 		if rerr := tx.RollbackToSavepoint(ctx); rerr != nil {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 
@@ -50,8 +51,17 @@ const (
 // Register registers the billing handlers for every type in Types on the named
 // endpoint of an inbox on PostgreSQL. Their tables are billing's own: create them with
 // Migrate.
+//
+// Payments (invoice.paid, invoice.payment_succeeded) are registered in their
+// set-based form (PaymentsBatch): sync deliveries that share a transaction are booked
+// by a few statements for the whole batch.
 func Register(inbox *hookinbox.Inbox[pgx.Tx], endpoint string) {
+	batch := PaymentsBatch()
 	for typ, fn := range Handlers() {
+		if typ == TypeInvoicePaid || typ == TypeInvoicePaymentSucceeded {
+			inbox.HandleBatch(endpoint, typ, batch)
+			continue
+		}
 		inbox.Handle(endpoint, typ, fn)
 	}
 }
@@ -165,7 +175,96 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 	if err != nil {
 		return fmt.Errorf("error booking payment: %w", err)
 	}
-	_, err = hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, hookinbox.OutboxMessage{
+	_, err = hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, paymentBooked(inv, entryID))
+	return err
+}
+
+// PaymentsBatch returns the set-based form of the payment handler (invoice.paid and
+// invoice.payment_succeeded), for HandleBatch: one statement upserts every invoice of
+// the batch and books the payments it turned paid, one more writes their outbox
+// messages. An event whose invoice the upsert's guard refused (paid already, or void)
+// is then applied as the one-event handler applies it, in the same transaction; so is
+// a batch of one. Two payments of one invoice in a batch refuse the batch, which is
+// then applied one event at a time.
+func PaymentsBatch() hookinbox.BatchHandlerFunc[pgx.Tx] {
+	h := &handlers{}
+	return h.paidMany
+}
+
+func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+	if len(evs) == 1 {
+		return h.paid(ctx, tx, evs[0])
+	}
+	type payment struct {
+		ev  hookinbox.Event
+		inv *invoice
+	}
+	byInvoice := make(map[string]payment, len(evs))
+	ids := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		inv, err := parseInvoice(ev)
+		if err != nil {
+			return err
+		}
+		if _, dup := byInvoice[inv.ID]; dup {
+			return fmt.Errorf("two payments of invoice %s in one batch", inv.ID)
+		}
+		byInvoice[inv.ID] = payment{ev, inv}
+		ids = append(ids, inv.ID)
+	}
+	// In id order, so that concurrent batches lock their invoices in one order.
+	sort.Strings(ids)
+	var (
+		customers, eventIDs = make([]string, len(ids)), make([]string, len(ids))
+		amounts             = make([]int64, len(ids))
+		currencies          = make([]*string, len(ids))
+	)
+	for k, id := range ids {
+		p := byInvoice[id]
+		customers[k], amounts[k], currencies[k], eventIDs[k] = p.inv.customerID(), p.inv.AmountPaid, nullIfEmpty(p.inv.Currency), p.ev.ID
+	}
+	rows, err := tx.Query(ctx, sqlInvoicePayMany, ids, customers, amounts, currencies, eventIDs)
+	if err != nil {
+		return fmt.Errorf("error marking invoices paid: %w", err)
+	}
+	var (
+		id      string
+		entryID *int64
+		paid    = make(map[string]bool, len(ids))
+		sources []hookinbox.Event
+		msgs    []hookinbox.OutboxMessage
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &entryID}, func() error {
+		paid[id] = true
+		if entryID == nil {
+			return nil // booked already, by this fact under another event id
+		}
+		p := byInvoice[id]
+		sources = append(sources, p.ev)
+		msgs = append(msgs, paymentBooked(p.inv, *entryID))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("error marking invoices paid: %w", err)
+	}
+	if err := hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, sources, msgs); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !paid[id] {
+			// Refused by the guard: paid already, void, or created meanwhile by a
+			// transaction this statement's snapshot does not see.
+			if err := h.paid(ctx, tx, byInvoice[id].ev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// paymentBooked is the outbox message of a booked payment.
+func paymentBooked(inv *invoice, entryID int64) hookinbox.OutboxMessage {
+	return hookinbox.OutboxMessage{
 		AggregateType: "Invoice",
 		AggregateID:   inv.ID,
 		EventType:     "InvoicePaymentBooked",
@@ -173,8 +272,7 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 			"invoice_id": inv.ID, "customer_id": inv.customerID(),
 			"amount": inv.AmountPaid, "currency": inv.Currency, "ledger_entry_id": entryID,
 		},
-	})
-	return err
+	}
 }
 
 func (h *handlers) voided(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {

@@ -36,6 +36,34 @@ SELECT status FROM upsert
 UNION ALL
 SELECT status FROM invoices WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM upsert)`
 
+	// The payments of a batch (PaymentsBatch): sqlInvoicePay's guarded upsert for every
+	// invoice, and sqlLedgerBookPayment's booking for each one it turned paid, in one
+	// statement. It returns each invoice the upsert changed, with its new ledger entry,
+	// or NULL if the payment was booked already; an invoice the guard refused is absent.
+	sqlInvoicePayMany = `
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])
+           AS t(id, customer_id, amount_paid, currency, event_id)
+), upsert AS (
+    INSERT INTO invoices (id, customer_id, status, amount_paid, currency, paid_at)
+    SELECT id, customer_id, 'paid', amount_paid, currency, now() FROM input
+    ON CONFLICT (id) DO UPDATE
+       SET status      = 'paid',
+           amount_paid = EXCLUDED.amount_paid,
+           currency    = coalesce(EXCLUDED.currency, invoices.currency),
+           paid_at     = coalesce(invoices.paid_at, EXCLUDED.paid_at),
+           updated_at  = now()
+     WHERE invoices.status NOT IN ('paid', 'void')
+    RETURNING id
+), booked AS (
+    INSERT INTO ledger_entries (invoice_id, kind, amount, currency, event_id)
+    SELECT input.id, 'payment', input.amount_paid, input.currency, input.event_id
+      FROM input JOIN upsert USING (id)
+    ON CONFLICT (invoice_id, kind) DO NOTHING
+    RETURNING invoice_id, id
+)
+SELECT upsert.id, booked.id FROM upsert LEFT JOIN booked ON booked.invoice_id = upsert.id`
+
 	sqlInvoiceVoid = `
 WITH upsert AS (
     INSERT INTO invoices (id, customer_id, status, currency)

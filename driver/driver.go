@@ -121,6 +121,10 @@ type Executor interface {
 	// OutboxInsert inserts an outbox message and returns its id.
 	OutboxInsert(ctx context.Context, params *OutboxInsertParams) (int64, error)
 
+	// OutboxInsertMany inserts several outbox messages in one statement where the
+	// database allows it, all or none.
+	OutboxInsertMany(ctx context.Context, params []*OutboxInsertParams) error
+
 	// OutboxClaim leases up to Limit available pending messages, skipping rows locked
 	// by others, counting the attempt, storing MaxAttempts and giving each a new fencing
 	// token larger than every token before it. A pending message found with MaxAttempts
@@ -185,6 +189,11 @@ type ExecutorTx[TTx any] interface {
 	// where the database's protocol allows it. A failed savepoint is reported wrapping
 	// ErrSavepoint.
 	SavepointInboxInsert(ctx context.Context, params *InboxInsertParams) (inserted bool, err error)
+
+	// SavepointInboxInsertMany is Savepoint followed by InboxInsertMany (distinct
+	// keys), in one round trip where the database's protocol allows it. A failed
+	// savepoint is reported wrapping ErrSavepoint.
+	SavepointInboxInsertMany(ctx context.Context, params []*InboxInsertParams) (inserted []bool, err error)
 
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error

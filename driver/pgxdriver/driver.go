@@ -95,6 +95,34 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 	return true, nil
 }
 
+// SavepointInboxInsertMany sends the savepoint and the insert as one pipelined batch.
+func (e *executorTx) SavepointInboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	args, position, err := inboxInsertManyArgs(ps)
+	if err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlSavepoint)
+	b.Queue(sqlInboxInsertMany, args...)
+	br := e.tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
+	}
+	inserted, err := scanInserted(rows, position, len(ps))
+	if err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
+	}
+	return inserted, nil
+}
+
 func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {
 	if _, err := e.tx.Exec(ctx, sqlReleaseSavepoint); err != nil {
 		return translate(fmt.Errorf("error releasing savepoint: %w", err))

@@ -37,10 +37,25 @@ func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
-	n := len(ps)
-	if n == 0 {
+	if len(ps) == 0 {
 		return nil, nil
 	}
+	args, position, err := inboxInsertManyArgs(ps)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := e.db.Query(ctx, sqlInboxInsertMany, args...)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
+	}
+	return scanInserted(rows, position, len(ps))
+}
+
+// inboxInsertManyArgs binds a batch of receipts as sqlInboxInsertMany's arrays, in key
+// order (concurrent batches then take their rows' locks in one order, and cannot
+// deadlock), with each key's position in ps.
+func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]int, error) {
+	n := len(ps)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -58,7 +73,7 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 	for j, i := range order {
 		p := ps[i]
 		if _, dup := position[p.Key]; dup {
-			return nil, fmt.Errorf("error inserting receipts: key %v twice in one batch", p.Key)
+			return nil, nil, fmt.Errorf("error inserting receipts: key %v twice in one batch", p.Key)
 		}
 		position[p.Key] = i
 		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
@@ -66,14 +81,16 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
 		hashes[j] = p.BodySHA256
 	}
-	rows, err := e.db.Query(ctx, sqlInboxInsertMany, providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits, hashes)
-	if err != nil {
-		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
-	}
+	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
+		attempts, errs, delays, limits, hashes}, position, nil
+}
+
+// scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no
+// defined order; a key absent from it was a duplicate.
+func scanInserted(rows pgx.Rows, position map[driver.Key]int, n int) ([]bool, error) {
 	inserted := make([]bool, n)
 	var k driver.Key
-	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.Endpoint, &k.EventID}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.Endpoint, &k.EventID}, func() error {
 		if i, ok := position[k]; ok {
 			inserted[i] = true
 		}
@@ -291,6 +308,28 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
 	}
 	return id, nil
+}
+
+func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInsertParams) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	var (
+		aggTypes, aggIDs, types, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		providers, endpoints, eventIDs    = make([]string, n), make([]string, n), make([]string, n)
+		destinations                      = make([]string, n)
+	)
+	for i, p := range ps {
+		aggTypes[i], aggIDs[i], types[i], payloads[i] = p.AggregateType, p.AggregateID, p.EventType, string(p.Payload)
+		providers[i], endpoints[i], eventIDs[i] = p.Source.Provider, p.Source.Endpoint, p.Source.EventID
+		destinations[i] = p.Destination
+	}
+	if _, err := e.db.Exec(ctx, sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
+		providers, endpoints, eventIDs, destinations); err != nil {
+		return translate(fmt.Errorf("error inserting outbox messages: %w", err))
+	}
+	return nil
 }
 
 func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duration) error {

@@ -222,6 +222,18 @@ INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING id`
 
+	// The messages are inserted in the order given (WITH ORDINALITY), so that their ids
+	// follow it, as a loop of sqlOutboxInsert's would.
+	sqlOutboxInsertMany = `
+INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
+                    source_provider, source_endpoint, source_event_id, destination)
+SELECT m.aggregate_type, m.aggregate_id, m.event_type, m.payload::jsonb,
+       m.source_provider, m.source_endpoint, m.source_event_id, nullif(m.destination, '')
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+       WITH ORDINALITY AS m(aggregate_type, aggregate_id, event_type, payload,
+                            source_provider, source_endpoint, source_event_id, destination, n)
+ ORDER BY m.n`
+
 	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,
        source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
        created_at, attempts, coalesce(max_attempts, 0), coalesce(claim_token, 0),

@@ -162,6 +162,15 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 	return e.InboxInsert(ctx, p)
 }
 
+// SavepointInboxInsertMany is Savepoint then InboxInsertMany: SQLite runs in process,
+// with no round trips to save.
+func (e *executorTx) SavepointInboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	if err := e.Savepoint(ctx); err != nil {
+		return nil, err
+	}
+	return e.InboxInsertMany(ctx, ps)
+}
+
 // ReleaseSavepoint fails when the savepoint is gone: a statement that rolled the whole
 // transaction back (INSERT OR ROLLBACK, RAISE(ROLLBACK), a full disk) took it along.
 func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {

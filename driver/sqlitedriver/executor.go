@@ -260,6 +260,20 @@ func (e *executor) deleteOld(ctx context.Context, p *driver.InboxDeleteParams, c
 	return n, nil
 }
 
+// OutboxInsertMany inserts each message in turn, in one transaction: SQLite runs in
+// process, so a statement per row costs no round trip.
+func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInsertParams) error {
+	return e.inTx(ctx, func(q dbtx) error {
+		ex := &executor{db: q}
+		for _, p := range ps {
+			if _, err := ex.OutboxInsert(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
 	var id int64
 	err := e.db.QueryRowContext(ctx, sqlOutboxInsert,

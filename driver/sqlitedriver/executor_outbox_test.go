@@ -377,3 +377,27 @@ func TestDeleteOld_PublishedMessagesAndRecordedEffects(t *testing.T) {
 		t.Fatalf("%d rows left, want the undelivered message and the held effect", n)
 	}
 }
+
+// OutboxInsertMany writes every message, in the order given, or none.
+func TestOutboxInsertMany_InOrderAllOrNone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	msg := func(id, payload string) *driver.OutboxInsertParams {
+		return &driver.OutboxInsertParams{AggregateType: "Invoice", AggregateID: id, EventType: "e",
+			Payload: []byte(payload), Source: key("evt_" + id), Destination: "nats"}
+	}
+	if err := b.ex.OutboxInsertMany(b.ctx, []*driver.OutboxInsertParams{msg("a", `{}`), msg("b", `{}`), msg("c", `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.ex.OutboxInsertMany(b.ctx, []*driver.OutboxInsertParams{msg("d", `{}`), msg("e", `{`)})
+	if !errors.Is(err, driver.ErrInvalidInput) {
+		t.Fatalf("a batch with an invalid payload: %v, want ErrInvalidInput", err)
+	}
+	var order string
+	if err := b.db.QueryRowContext(b.ctx, `SELECT group_concat(aggregate_id || ':' || destination, ',') FROM (SELECT * FROM hookinbox_outbox ORDER BY id)`).Scan(&order); err != nil {
+		t.Fatal(err)
+	}
+	if order != "a:nats,b:nats,c:nats" {
+		t.Fatalf("outbox %q, want a, b, c to nats and nothing of the failed batch", order)
+	}
+}
