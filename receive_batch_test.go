@@ -442,7 +442,9 @@ func TestBillingRegister_GroupOfPaymentsBookedOnce(t *testing.T) {
 func TestInsertOutboxBatchTx_InOrderAllOrNone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	src := func(id string) hookinbox.Event { return hookinbox.Event{Provider: "stripe", Endpoint: epBilling, ID: id} }
+	src := func(id string) hookinbox.Event {
+		return hookinbox.Event{Provider: "stripe", Endpoint: epBilling, ID: id}
+	}
 	msg := func(id string, payload any) hookinbox.OutboxMessage {
 		return hookinbox.OutboxMessage{AggregateType: "Invoice", AggregateID: id, EventType: "e", Payload: payload, Destination: "nats"}
 	}
