@@ -133,6 +133,19 @@ type Stats struct {
 	NeedsReview int64
 	// ReceivedLastHour counts receipts by event type over the last hour.
 	ReceivedLastHour []TypeCount
+	// Tables are the sizes of the inbox, outbox and effect tables: what retention
+	// (Cleanup, Cleaner) keeps bounded.
+	Tables []TableSize
+}
+
+// TableSize is the size of one of hookinbox's tables.
+type TableSize struct {
+	Table string
+	// Rows counts the rows on SQLite; on PostgreSQL it is the planner's estimate, -1
+	// before the table's first VACUUM or ANALYZE.
+	Rows int64
+	// Bytes is the space the table and its indexes take, -1 when unknown.
+	Bytes int64
 }
 
 // TypeCount is the number of receipts of one event type.
@@ -154,6 +167,13 @@ func (o *Operator) Stats(ctx context.Context) (*Stats, error) {
 	}
 	for _, tc := range s.ReceivedByType {
 		out.ReceivedLastHour = append(out.ReceivedLastHour, TypeCount{EventType: tc.EventType, Count: tc.Count})
+	}
+	sizes, err := o.exec.TableSizes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range sizes {
+		out.Tables = append(out.Tables, TableSize(t))
 	}
 	return out, nil
 }
@@ -295,6 +315,35 @@ func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (CleanupRe
 		}
 	}
 	return res, nil
+}
+
+// PurgeParams configure PurgePayloads.
+type PurgeParams struct {
+	// OlderThan is how long a processed receipt keeps its payload. It may be shorter
+	// than the providers' retry windows: the receipt itself stays.
+	OlderThan time.Duration
+	// DryRun counts what would be purged and changes nothing.
+	DryRun bool
+	// BatchSize is how many receipts one UPDATE changes.
+	//
+	// Defaults to 1000.
+	BatchSize int
+}
+
+// PurgePayloads replaces with JSON null, in batches, the payloads of receipts
+// processed more than OlderThan ago, for bodies that carry personal data: the receipt,
+// its key and its body's SHA-256 stay, so a provider's retry is still a duplicate (and
+// a retry with another body still a conflict). Unprocessed receipts keep their
+// payloads, which workers need. It returns how many payloads it purged (or, with
+// DryRun, would purge).
+func (o *Operator) PurgePayloads(ctx context.Context, params PurgeParams) (int, error) {
+	if params.OlderThan <= 0 {
+		return 0, errors.New("hookinbox: PurgePayloads needs a positive OlderThan")
+	}
+	if params.BatchSize <= 0 {
+		params.BatchSize = 1000
+	}
+	return deleteInBatches(ctx, o.exec.InboxPurgePayloads, CleanupParams{OlderThan: params.OlderThan, DryRun: params.DryRun, BatchSize: params.BatchSize})
 }
 
 // deleteInBatches deletes BatchSize rows a statement until a statement deletes fewer,

@@ -182,19 +182,17 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 // PaymentsBatch returns the set-based form of the payment handler (invoice.paid and
 // invoice.payment_succeeded), for HandleBatch: one statement upserts every invoice of
 // the batch and books the payments it turned paid, one more writes their outbox
-// messages. An event whose invoice the upsert's guard refused (paid already, or void)
-// is then applied as the one-event handler applies it, in the same transaction; so is
-// a batch of one. Two payments of one invoice in a batch refuse the batch, which is
-// then applied one event at a time.
+// messages; a batch of one, as a worker or a lone delivery passes it, takes the same
+// two statements where the one-event handler of Handlers takes three. An event whose
+// invoice the upsert's guard refused (paid already, or void) is then applied as the
+// one-event handler applies it, in the same transaction. Two payments of one invoice
+// in a batch refuse the batch, which is then applied one event at a time.
 func PaymentsBatch() hookinbox.BatchHandlerFunc[pgx.Tx] {
 	h := &handlers{}
 	return h.paidMany
 }
 
 func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
-	if len(evs) == 1 {
-		return h.paid(ctx, tx, evs[0])
-	}
 	type payment struct {
 		ev  hookinbox.Event
 		inv *invoice

@@ -110,6 +110,15 @@ type Executor interface {
 	// ago, or with DryRun counts them all. It returns how many.
 	InboxDeleteProcessed(ctx context.Context, params *InboxDeleteParams) (int, error)
 
+	// InboxPurgePayloads replaces with JSON null the payload of up to Limit receipts
+	// processed before OlderThan ago whose payload is not null already, or with DryRun
+	// counts them all, and returns how many. The receipts, their keys and body hashes
+	// stay: retries remain duplicates. Unprocessed receipts are never touched.
+	InboxPurgePayloads(ctx context.Context, params *InboxDeleteParams) (int, error)
+
+	// TableSizes reports the size of each table hookinbox keeps.
+	TableSizes(ctx context.Context) ([]TableSize, error)
+
 	// OutboxDeletePublished deletes up to Limit messages published before OlderThan
 	// ago, or with DryRun counts them all. Undelivered messages are never deleted.
 	OutboxDeletePublished(ctx context.Context, params *InboxDeleteParams) (int, error)

@@ -146,6 +146,16 @@ type InboxDeleteParams struct {
 	DryRun    bool
 }
 
+// TableSize is the size of one of hookinbox's tables.
+type TableSize struct {
+	Table string
+	// Rows is the number of rows, or the database's estimate of it; -1 when the
+	// database has none (PostgreSQL before the table's first VACUUM or ANALYZE).
+	Rows int64
+	// Bytes is the space the table and its indexes take, or -1 when unknown.
+	Bytes int64
+}
+
 // OutboxInsertParams are the values of an outbox message.
 type OutboxInsertParams struct {
 	AggregateType string

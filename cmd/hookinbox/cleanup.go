@@ -18,6 +18,7 @@ func (a *app) cleanupCommand() *cobra.Command {
 		olderThan time.Duration
 		dryRun    bool
 		force     bool
+		payloads  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup",
@@ -33,13 +34,24 @@ must be at least the longest retry window of the configured providers (Stripe: 7
 72h without a config). A shorter one is refused with exit 2 unless --force: a retry
 arriving after its receipt was deleted would be processed again.
 
---dry-run counts what would be deleted and deletes nothing.`,
+--payloads-older-than (default: retention.payloads in the config, else off) also
+replaces with JSON null the payloads of receipts processed longer ago than that,
+keeping the receipts, so retries stay duplicates: for bodies with personal data. It
+may be shorter than the retry windows.
+
+--dry-run counts what would be deleted and deletes nothing.
+
+serve runs the same cleanup in process every retention.interval (default 1h; off
+turns it off), with the same rule.`,
 		Example: `  hookinbox cleanup --config examples/hookinbox.yaml --dry-run
   hookinbox cleanup --older-than 2160h`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("older-than") && olderThan <= 0 {
 				return usagef("--older-than must be positive")
+			}
+			if cmd.Flags().Changed("payloads-older-than") && payloads <= 0 {
+				return usagef("--payloads-older-than must be positive")
 			}
 			return a.withBackend(cmd.Context(), &f, true, func(cfg *config.Config, b *server.Backend) error {
 				if !cmd.Flags().Changed("older-than") {
@@ -55,6 +67,16 @@ arriving after its receipt was deleted would be processed again.
 				}
 				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s",
 					res.Receipts, res.OutboxMessages, res.Effects, olderThan)
+				if !cmd.Flags().Changed("payloads-older-than") {
+					payloads = cfg.PurgePayloadsAfter
+				}
+				if payloads > 0 {
+					n, err := b.Operator.PurgePayloads(cmd.Context(), hookinbox.PurgeParams{OlderThan: payloads, DryRun: dryRun})
+					if err != nil {
+						return fmt.Errorf("error purging payloads after deleting %s: %w", what, err)
+					}
+					what += fmt.Sprintf(", and the payloads of %d receipts processed more than %s ago", n, payloads)
+				}
 				if dryRun {
 					fmt.Fprintf(a.stdout, "would delete %s (dry run)\n", what)
 				} else {
@@ -66,6 +88,7 @@ arriving after its receipt was deleted would be processed again.
 	}
 	f.register(cmd)
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "retention: delete what is done and older than this (default retention.processed, else 720h)")
+	cmd.Flags().DurationVar(&payloads, "payloads-older-than", 0, "also purge the payloads of receipts processed longer ago than this (default retention.payloads, else off)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, do not delete")
 	cmd.Flags().BoolVar(&force, "force", false, "allow a retention shorter than the providers' retry windows")
 	return cmd

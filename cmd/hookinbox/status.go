@@ -21,6 +21,14 @@ type statusJSON struct {
 	NeedsReview                 int64            `json:"needs_review"`
 	ReceivedLastHour            map[string]int64 `json:"received_last_hour"`
 	Outbox                      outboxStatusJSON `json:"outbox"`
+	Tables                      []tableJSON      `json:"tables"`
+}
+
+// tableJSON is one table's size in status --json; -1 is unknown.
+type tableJSON struct {
+	Table string `json:"table"`
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
 }
 
 // outboxStatusJSON is the outbox's part of status --json.
@@ -45,6 +53,9 @@ func newStatusJSON(s *hookinbox.Stats, o *outbox.Stats) statusJSON {
 	for _, tc := range s.ReceivedLastHour {
 		out.ReceivedLastHour[tc.EventType] = tc.Count
 	}
+	for _, t := range s.Tables {
+		out.Tables = append(out.Tables, tableJSON(t))
+	}
 	return out
 }
 
@@ -66,6 +77,9 @@ func (a *app) statusCommand() *cobra.Command {
                          review and those no sink delivers (billing's without outbox.sink)
   outbox oldest pending  how long the oldest undelivered message has waited
   outbox needs review    messages that used every delivery attempt
+  tables                 the size of the inbox, outbox and effect tables with their
+                         indexes, and their rows (PostgreSQL: the planner's estimate,
+                         unknown before the table's first VACUUM or ANALYZE)
 
 Needs review counts the receipts and messages whose stored state is needs_review:
 they used every attempt their worker (worker.max_attempts) or dispatcher
@@ -73,7 +87,9 @@ they used every attempt their worker (worker.max_attempts) or dispatcher
 With --json the figures are one JSON object:
   {"unprocessed":0,"oldest_unprocessed_age_seconds":0,"needs_review":0,
    "received_last_hour":{"invoice.paid":2},
-   "outbox":{"pending":0,"oldest_pending_age_seconds":0,"needs_review":0}}`,
+   "outbox":{"pending":0,"oldest_pending_age_seconds":0,"needs_review":0},
+   "tables":[{"table":"hookinbox_inbox","rows":2,"bytes":49152}, ...]}
+(rows or bytes -1: unknown).`,
 		Example: `  hookinbox status --config examples/hookinbox.yaml
   hookinbox status --database-url postgres://postgres@127.0.0.1:5432/postgres --json`,
 		Args: args(cobra.NoArgs),
@@ -111,5 +127,30 @@ func (a *app) printStatus(s *hookinbox.Stats, o *outbox.Stats) error {
 	fmt.Fprintf(tw, "outbox pending\t%d\n", o.Pending)
 	fmt.Fprintf(tw, "outbox oldest pending\t%s\n", o.OldestPendingAge.Round(time.Second))
 	fmt.Fprintf(tw, "outbox needs review\t%d\n", o.NeedsReview)
+	fmt.Fprintf(tw, "tables\t\n")
+	for _, t := range s.Tables {
+		rows, size := "rows unknown", "size unknown"
+		if t.Rows >= 0 {
+			rows = fmt.Sprintf("%d rows", t.Rows)
+		}
+		if t.Bytes >= 0 {
+			size = humanBytes(t.Bytes)
+		}
+		fmt.Fprintf(tw, "  %s\t%s, %s\n", t.Table, rows, size)
+	}
 	return tw.Flush()
+}
+
+// humanBytes writes n in the largest binary unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

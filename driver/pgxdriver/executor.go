@@ -274,6 +274,26 @@ func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDele
 	return int(tag.RowsAffected()), nil
 }
 
+func (e *executor) InboxPurgePayloads(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlInboxCountPurgeable, sqlInboxPurgePayloads, "payloads of processed receipts")
+}
+
+func (e *executor) TableSizes(ctx context.Context) ([]driver.TableSize, error) {
+	rows, err := e.db.Query(ctx, sqlTableSizes)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error reading table sizes: %w", err))
+	}
+	var sizes []driver.TableSize
+	var t driver.TableSize
+	if _, err := pgx.ForEachRow(rows, []any{&t.Table, &t.Rows, &t.Bytes}, func() error {
+		sizes = append(sizes, t)
+		return nil
+	}); err != nil {
+		return nil, translate(fmt.Errorf("error reading table sizes: %w", err))
+	}
+	return sizes, nil
+}
+
 func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
 	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
 }

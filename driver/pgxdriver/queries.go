@@ -186,6 +186,32 @@ DELETE FROM hookinbox_inbox
            AND processed_at < now() - make_interval(secs => $1::float8)
          LIMIT $2)`
 
+	// Purged payloads read as JSON null; the key and body_sha256 stay.
+	sqlInboxPurgePayloads = `
+UPDATE hookinbox_inbox SET payload = 'null'::jsonb
+ WHERE (provider, endpoint, event_id) IN (
+        SELECT provider, endpoint, event_id
+          FROM hookinbox_inbox
+         WHERE state = 'processed'
+           AND processed_at < now() - make_interval(secs => $1::float8)
+           AND payload <> 'null'::jsonb
+         LIMIT $2)`
+
+	sqlInboxCountPurgeable = `
+SELECT count(*)
+  FROM hookinbox_inbox
+ WHERE state = 'processed'
+   AND processed_at < now() - make_interval(secs => $1::float8)
+   AND payload <> 'null'::jsonb`
+
+	// The planner's estimate of rows (-1 before the first VACUUM or ANALYZE), not a
+	// count: counting a large table at every scrape would cost a scan of it.
+	sqlTableSizes = `
+SELECT t.name, coalesce(c.reltuples::bigint, -1), coalesce(pg_total_relation_size(c.oid), -1)
+  FROM unnest(ARRAY['hookinbox_inbox', 'hookinbox_outbox', 'hookinbox_effect']) WITH ORDINALITY AS t(name, n)
+  LEFT JOIN pg_class c ON c.oid = to_regclass(t.name)
+ ORDER BY t.n`
+
 	sqlInboxCountProcessed = `
 SELECT count(*)
   FROM hookinbox_inbox

@@ -236,6 +236,28 @@ func (e *executor) InboxDeleteProcessed(ctx context.Context, p *driver.InboxDele
 	return n, nil
 }
 
+func (e *executor) InboxPurgePayloads(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlInboxCountPurgeable, sqlInboxPurgePayloads, "payloads of processed receipts")
+}
+
+// TableSizes counts each table's rows (an SQLite database is small enough to count)
+// and, where the library has the dbstat table, their bytes.
+func (e *executor) TableSizes(ctx context.Context) ([]driver.TableSize, error) {
+	var sizes []driver.TableSize
+	for _, table := range []string{"hookinbox_inbox", "hookinbox_outbox", "hookinbox_effect"} {
+		t := driver.TableSize{Table: table, Bytes: -1}
+		if err := e.db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&t.Rows); err != nil {
+			return nil, translate(fmt.Errorf("error counting %s: %w", table, err))
+		}
+		var bytes sql.NullInt64
+		if e.db.QueryRowContext(ctx, `SELECT sum(pgsize) FROM dbstat WHERE name = ?1 OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = ?1 AND type = 'index')`, table).Scan(&bytes) == nil && bytes.Valid {
+			t.Bytes = bytes.Int64
+		}
+		sizes = append(sizes, t)
+	}
+	return sizes, nil
+}
+
 func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
 	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
 }

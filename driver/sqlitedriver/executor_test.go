@@ -494,3 +494,35 @@ func TestInboxNoteDuplicate_CountsOnlyAnotherBody(t *testing.T) {
 		t.Fatalf("receipt %+v, %v; want 1 conflict", r, err)
 	}
 }
+
+func TestInboxPurgePayloads_OldProcessedOnlyKeepingTheReceipt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 3 {
+		k := key(fmt.Sprintf("evt_old_%d", i))
+		b.insert(t, &driver.InboxInsertParams{Key: k, Processed: true, Outcome: "processed"})
+		b.age(t, k, 48*time.Hour)
+	}
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old_pending")})
+	b.age(t, key("evt_old_pending"), 48*time.Hour)
+	b.insert(t, &driver.InboxInsertParams{Key: key("evt_recent"), Processed: true, Outcome: "processed"})
+
+	if n, err := b.ex.InboxPurgePayloads(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, DryRun: true}); err != nil || n != 3 {
+		t.Fatalf("dry run: %d %v", n, err)
+	}
+	for _, want := range []int{2, 1, 0} {
+		if n, err := b.ex.InboxPurgePayloads(b.ctx, &driver.InboxDeleteParams{OlderThan: 24 * time.Hour, Limit: 2}); err != nil || n != want {
+			t.Fatalf("batch: %d %v, want %d", n, err, want)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE payload = 'null'`); n != 3 {
+		t.Fatalf("%d payloads purged, want 3", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 5 {
+		t.Fatalf("%d receipts left, want all 5", n)
+	}
+	sizes, err := b.ex.TableSizes(b.ctx)
+	if err != nil || len(sizes) != 3 || sizes[0].Table != "hookinbox_inbox" || sizes[0].Rows != 5 {
+		t.Fatalf("table sizes %+v, %v", sizes, err)
+	}
+}

@@ -171,6 +171,24 @@ DELETE FROM hookinbox_inbox
            AND processed_at < ` + now + ` - ?1
          LIMIT ?2)`
 
+	// Purged payloads read as JSON null; the key and body_sha256 stay.
+	sqlInboxPurgePayloads = `
+UPDATE hookinbox_inbox SET payload = 'null'
+ WHERE rowid IN (
+        SELECT rowid
+          FROM hookinbox_inbox
+         WHERE state = 'processed'
+           AND processed_at < ` + now + ` - ?1
+           AND payload <> 'null'
+         LIMIT ?2)`
+
+	sqlInboxCountPurgeable = `
+SELECT count(*)
+  FROM hookinbox_inbox
+ WHERE state = 'processed'
+   AND processed_at < ` + now + ` - ?1
+   AND payload <> 'null'`
+
 	sqlInboxCountProcessed = `
 SELECT count(*)
   FROM hookinbox_inbox

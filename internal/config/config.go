@@ -23,6 +23,7 @@ import (
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultRetention       = 720 * time.Hour
+	DefaultCleanerInterval = time.Hour
 	DefaultShutdownTimeout = 25 * time.Second
 	DefaultNATSURL         = "nats://127.0.0.1:4222"
 )
@@ -133,6 +134,18 @@ type Config struct {
 	//
 	// Defaults to 720 hours.
 	Retention time.Duration
+
+	// CleanerInterval is how often the workers' process runs the cleaner (Cleanup with
+	// Retention, and the payload purge) in process (retention.interval); 0 (off) leaves
+	// it to `hookinbox cleanup` from a scheduler.
+	//
+	// Defaults to 1 hour.
+	CleanerInterval time.Duration
+
+	// PurgePayloadsAfter, when positive, drops the payloads of processed receipts this
+	// long after processing (retention.payloads), keeping the receipts. It may be
+	// shorter than the retry windows. 0 keeps payloads as long as their receipts.
+	PurgePayloadsAfter time.Duration
 
 	// AdminTokenEnv names the environment variable that holds the admin page's token.
 	AdminTokenEnv string

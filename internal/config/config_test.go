@@ -86,6 +86,23 @@ func TestParse_Defaults(t *testing.T) {
 	if cfg.Listen != config.DefaultListen || cfg.Retention != config.DefaultRetention || cfg.ShutdownTimeout != config.DefaultShutdownTimeout {
 		t.Errorf("defaults = %+v", cfg)
 	}
+	if cfg.CleanerInterval != config.DefaultCleanerInterval || cfg.PurgePayloadsAfter != 0 {
+		t.Errorf("cleaner defaults = %s, %s", cfg.CleanerInterval, cfg.PurgePayloadsAfter)
+	}
+}
+
+func TestParse_CleanerOffAndPayloadPurge(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("c.yaml", []byte("retention: {interval: off, payloads: 168h}\n"), config.Options{LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CleanerInterval != 0 || cfg.PurgePayloadsAfter != 168*time.Hour {
+		t.Errorf("cleaner = %s, purge after %s; want off and 168h", cfg.CleanerInterval, cfg.PurgePayloadsAfter)
+	}
+	if _, err := config.Parse("c.yaml", []byte("retention: {interval: often}\n"), config.Options{LookupEnv: env(nil)}); err == nil || !strings.Contains(err.Error(), "retention.interval") {
+		t.Errorf("interval not a duration: %v", err)
+	}
 }
 
 func TestParse_EnvironmentOverridesFile(t *testing.T) {

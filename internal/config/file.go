@@ -89,6 +89,8 @@ type fileSink struct {
 
 type fileRetention struct {
 	Processed *string `yaml:"processed"`
+	Interval  *string `yaml:"interval"`
+	Payloads  *string `yaml:"payloads"`
 }
 
 type fileAdmin struct {

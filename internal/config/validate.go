@@ -78,6 +78,14 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if cfg.Retention, err = v.duration("retention.processed", fc.Retention.Processed, DefaultRetention); err != nil {
 		return nil, err
 	}
+	if iv := fc.Retention.Interval; iv != nil && strings.TrimSpace(*iv) == "off" {
+		cfg.CleanerInterval = 0
+	} else if cfg.CleanerInterval, err = v.duration("retention.interval", iv, DefaultCleanerInterval); err != nil {
+		return nil, err
+	}
+	if cfg.PurgePayloadsAfter, err = v.duration("retention.payloads", fc.Retention.Payloads, 0); err != nil {
+		return nil, err
+	}
 
 	names := map[string]int{}
 	paths := map[string]int{}

@@ -159,6 +159,10 @@ var (
 		"Unprocessed receipts at max attempts, waiting for a person. Alert on anything but 0.", nil, nil)
 	descRecent = prometheus.NewDesc("hookinbox_received_last_hour",
 		"Receipts received in the last hour, by event type.", []string{"event_type"}, nil)
+	descTableBytes = prometheus.NewDesc("hookinbox_table_bytes",
+		"Space taken by each of hookinbox's tables with its indexes (retention keeps it bounded).", []string{"table"}, nil)
+	descTableRows = prometheus.NewDesc("hookinbox_table_rows",
+		"Rows of each of hookinbox's tables: counted on SQLite, PostgreSQL's estimate (absent before the table's first VACUUM or ANALYZE).", []string{"table"}, nil)
 )
 
 // statsCollector exports Inbox.Stats when scraped.
@@ -167,7 +171,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descUnprocessed, descOldest, descNeedsReview, descRecent} {
+	for _, d := range []*prometheus.Desc{descUp, descUnprocessed, descOldest, descNeedsReview, descRecent, descTableBytes, descTableRows} {
 		ch <- d
 	}
 }
@@ -184,6 +188,14 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descNeedsReview, prometheus.GaugeValue, float64(s.NeedsReview))
 	for _, tc := range s.ReceivedLastHour {
 		ch <- prometheus.MustNewConstMetric(descRecent, prometheus.GaugeValue, float64(tc.Count), tc.EventType)
+	}
+	for _, t := range s.Tables {
+		if t.Bytes >= 0 {
+			ch <- prometheus.MustNewConstMetric(descTableBytes, prometheus.GaugeValue, float64(t.Bytes), t.Table)
+		}
+		if t.Rows >= 0 {
+			ch <- prometheus.MustNewConstMetric(descTableRows, prometheus.GaugeValue, float64(t.Rows), t.Table)
+		}
 	}
 }
 

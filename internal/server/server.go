@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/internal/config"
 )
 
@@ -111,6 +112,14 @@ func (s *Server) Run(ctx context.Context) error {
 		work.Go(func() {
 			if err := s.backend.Inbox.Run(workCtx); err != nil {
 				s.logger.Error("hookinbox: workers stopped", "error", err.Error())
+			}
+		})
+	}
+	if s.cfg.Roles.Has(config.RoleWorkers) && s.cfg.CleanerInterval > 0 {
+		work.Go(func() {
+			if err := s.backend.Operator.RunCleaner(workCtx, hookinbox.CleanerConfig{Interval: s.cfg.CleanerInterval,
+				Retention: s.cfg.Retention, PurgePayloadsAfter: s.cfg.PurgePayloadsAfter, Logger: s.logger}); err != nil {
+				s.logger.Error("hookinbox: cleaner stopped", "error", err.Error())
 			}
 		})
 	}
