@@ -71,17 +71,15 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		return
 	}
 
+	if bv, ok := ep.Verifier.(provider.BatchVerifier); ok {
+		i.serveBatch(w, r, ep, &d, bv, body)
+		return
+	}
+
 	// Verification comes before any database call: nothing unverified is written.
 	v, err := ep.Verifier.Verify(r.Header, body)
 	if err != nil {
-		status, class := http.StatusBadRequest, "signature"
-		if errors.Is(err, provider.ErrUnparsableEvent) {
-			class = "invalid_event"
-		}
-		if provider.IsUnauthorized(err) {
-			status, class = http.StatusUnauthorized, "unauthorized"
-		}
-		d.fail(w, status, class, err.Error(), nil)
+		d.refuse(w, err)
 		return
 	}
 	d.eventID, d.eventType, d.secretIndex = v.ID, v.Type, v.SecretIndex
@@ -102,12 +100,32 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
 	})
 	d.conflict = conflict
-	switch {
-	case err == nil:
+	if err == nil {
 		d.outcome = out
 		d.status = http.StatusOK
 		w.Header().Set(OutcomeHeader, string(out))
 		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
+		return
+	}
+	d.failReceive(w, err)
+}
+
+// refuse answers a request whose verification failed: 401 for a signature that does
+// not match or a timestamp outside the tolerance, 400 otherwise.
+func (d *delivery) refuse(w http.ResponseWriter, err error) {
+	status, class := http.StatusBadRequest, "signature"
+	if errors.Is(err, provider.ErrUnparsableEvent) {
+		class = "invalid_event"
+	}
+	if provider.IsUnauthorized(err) {
+		status, class = http.StatusUnauthorized, "unauthorized"
+	}
+	d.fail(w, status, class, err.Error(), nil)
+}
+
+// failReceive answers a verified request that was not recorded.
+func (d *delivery) failReceive(w http.ResponseWriter, err error) {
+	switch {
 	case errors.Is(err, ErrInvalidEvent):
 		d.fail(w, http.StatusBadRequest, "invalid_event", err.Error(), nil)
 	case errors.Is(err, driver.ErrInvalidInput):
@@ -126,6 +144,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 // delivery is what the log line of one request says.
 type delivery struct {
 	endpoint    string
+	events      int // of a batch request; 0 otherwise
 	eventID     string
 	eventType   string
 	secretIndex int
@@ -166,6 +185,9 @@ func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Dura
 		level = slog.LevelError
 	case d.status >= 400:
 		level = slog.LevelWarn
+	}
+	if d.events > 0 {
+		attrs = append(attrs, slog.Int("events", d.events))
 	}
 	if d.outcome != "" {
 		attrs = append(attrs, slog.String("outcome", string(d.outcome)))

@@ -37,6 +37,10 @@ const (
 	// OutcomeChallenge means the request was a provider's verified handshake (Slack's
 	// url_verification) and was answered without being recorded.
 	OutcomeChallenge Outcome = "challenge"
+	// OutcomeBatch is the outcome of a request that carried several events
+	// (provider.BatchVerifier), every one of them committed; the answer counts each
+	// event's own outcome.
+	OutcomeBatch Outcome = "batch"
 )
 
 // Mode is how an endpoint processes what it receives.

@@ -310,7 +310,11 @@ func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TT
 		}
 		return "", err
 	}
-	inserted, err := tx.SavepointInboxInsert(ctx, i.receiptParams(d.ev, true, OutcomeProcessed))
+	done := OutcomeProcessed
+	if d.fn == nil {
+		done = OutcomeIgnored // no handler: kept as processed, so retries stay duplicates
+	}
+	inserted, err := tx.SavepointInboxInsert(ctx, i.receiptParams(d.ev, true, done))
 	if errors.Is(err, driver.ErrSavepoint) {
 		return "", errGroupFailed // the transaction failed before this delivery began
 	}
@@ -318,7 +322,9 @@ func (i *Inbox[TTx]) receiveInGroup(ctx context.Context, tx driver.ExecutorTx[TT
 		return undo(err)
 	}
 	out := OutcomeDuplicate // received before, or by an earlier copy in this very group
-	if inserted {
+	if inserted && d.fn == nil {
+		out = OutcomeIgnored
+	} else if inserted {
 		ev := d.ev
 		ev.Attempt = 1
 		if err := i.callHandler(ctx, d.fn, tx.Native(), ev); err != nil {

@@ -53,6 +53,20 @@ type Challenger interface {
 	Challenge(v Verified) (response []byte, ok bool)
 }
 
+// BatchVerifier is implemented by verifiers of schemes in which one request carries
+// several events, such as SendGrid's event webhook (a JSON array) or Adyen's
+// notifications (notificationItems). Receivers test for it with a type assertion and
+// then call VerifyBatch instead of Verify.
+//
+// VerifyBatch checks the request's signature once, on the exact bytes received, and
+// returns each event with its own id and type, and its own JSON as Body (the item, not
+// the whole request), in the order of the request. It refuses the whole request,
+// wrapping ErrUnparsableEvent, when any item has no id or type: the request is the
+// provider's unit of delivery and of retry.
+type BatchVerifier interface {
+	VerifyBatch(header http.Header, body []byte) ([]Verified, error)
+}
+
 // Verified is an event whose signature matched one of the endpoint's secrets.
 type Verified struct {
 	// ID is the provider's unique id of the event or delivery.

@@ -1,0 +1,46 @@
+package hookinbox
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+// serveBatch receives a request that carries several events (provider.BatchVerifier)
+// with ReceiveBatch, and answers once for all of them:
+//
+//	200 {"outcome":"batch","events":3,"outcomes":{"accepted":2,"duplicate":1}}
+//
+// only once every event is committed. When some were not (a handler failed on a sync
+// endpoint), it answers 500, and the provider's retry of the whole request finds the
+// committed ones as duplicates.
+func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endpoint, d *delivery, bv provider.BatchVerifier, body []byte) {
+	vs, err := bv.VerifyBatch(r.Header, body)
+	if err != nil {
+		d.refuse(w, err)
+		return
+	}
+	d.events, d.secretIndex = len(vs), -1
+	evs := make([]Event, len(vs))
+	for k, v := range vs {
+		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body}
+		d.secretIndex = v.SecretIndex
+	}
+	outs, err := i.ReceiveBatch(r.Context(), evs)
+	if errors.Is(err, ErrBatchIncomplete) {
+		d.fail(w, http.StatusInternalServerError, "error", "some events of the batch failed; retry the request", err)
+		return
+	}
+	if err != nil {
+		d.failReceive(w, err)
+		return
+	}
+	counts := map[Outcome]int{}
+	for _, out := range outs {
+		counts[out]++
+	}
+	d.status, d.outcome = http.StatusOK, OutcomeBatch
+	w.Header().Set(OutcomeHeader, string(OutcomeBatch))
+	writeJSON(w, http.StatusOK, map[string]any{"outcome": OutcomeBatch, "events": len(outs), "outcomes": counts})
+}

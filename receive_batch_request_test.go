@@ -1,0 +1,299 @@
+package hookinbox_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+// arrayVerifier is a batch scheme for these tests: an HMAC-SHA256 of the body in
+// X-Test-Signature, the body a JSON array of events with an id and a type, as
+// SendGrid's event webhook posts them.
+type arrayVerifier struct{ secret []byte }
+
+func (v arrayVerifier) Name() string               { return "testarray" }
+func (v arrayVerifier) RetryWindow() time.Duration { return 72 * time.Hour }
+func (v arrayVerifier) mac(body []byte) []byte {
+	m := hmac.New(sha256.New, v.secret)
+	m.Write(body)
+	return m.Sum(nil)
+}
+func (v arrayVerifier) sign(body []byte) string { return hex.EncodeToString(v.mac(body)) }
+func (v arrayVerifier) Verify(http.Header, []byte) (provider.Verified, error) {
+	return provider.Verified{}, errors.New("a batch scheme: VerifyBatch")
+}
+
+func (v arrayVerifier) VerifyBatch(h http.Header, body []byte) ([]provider.Verified, error) {
+	got, err := hex.DecodeString(h.Get("X-Test-Signature"))
+	if err != nil || !hmac.Equal(got, v.mac(body)) {
+		return nil, fmt.Errorf("%w: no match", provider.ErrNoValidSignature)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		return nil, fmt.Errorf("%w: %v", provider.ErrUnparsableEvent, err)
+	}
+	out := make([]provider.Verified, len(items))
+	for k, item := range items {
+		var e struct{ ID, Type string }
+		if err := json.Unmarshal(item, &e); err != nil || e.ID == "" || e.Type == "" {
+			return nil, fmt.Errorf("%w: item %d has no id or type", provider.ErrUnparsableEvent, k)
+		}
+		out[k] = provider.Verified{ID: e.ID, Type: e.Type, Body: item}
+	}
+	return out, nil
+}
+
+type arrayBundle struct {
+	*testBundle
+	v     arrayVerifier
+	mu    sync.Mutex
+	fail  map[string]bool
+	srv   *httptest.Server
+	modes map[string]hookinbox.Mode
+}
+
+// setupArray is an inbox with a batch endpoint per mode; the handler of "thing.done"
+// records each application and fails for the ids in fail.
+func setupArray(t *testing.T) *arrayBundle {
+	t.Helper()
+	db := testdb.New(t, testdb.Options{MaxConns: 8})
+	ctx := context.Background()
+	a := &arrayBundle{v: arrayVerifier{secret: []byte("batch-secret")}, fail: map[string]bool{}}
+	inbox, err := hookinbox.New(pgxdriver.New(db.Pool), &hookinbox.Config{
+		Endpoints: []hookinbox.EndpointConfig{
+			{Name: "array_async", Verifier: a.v, Mode: hookinbox.ModeAsync},
+			{Name: "array_sync", Verifier: a.v, Mode: hookinbox.ModeSync},
+			{Name: "array_hybrid", Verifier: a.v, Mode: hookinbox.ModeHybrid},
+		},
+		Worker: hookinbox.WorkerConfig{RetryDelayFunc: func(int) time.Duration { return 0 }},
+		Logger: testLoggerTo(t, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inbox.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE test_effects (id bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range []string{"array_async", "array_sync", "array_hybrid"} {
+		inbox.Handle(ep, "thing.done", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+			if err := countingHandler(ctx, tx, ev); err != nil {
+				return err
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.fail[ev.ID] {
+				return errors.New("refused " + ev.ID)
+			}
+			return nil
+		})
+	}
+	mux := http.NewServeMux()
+	for _, ep := range []string{"array_async", "array_sync", "array_hybrid"} {
+		mux.Handle("/"+ep, inbox.Endpoint(ep))
+	}
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	a.testBundle = &testBundle{db: db, inbox: inbox, ctx: ctx}
+	return a
+}
+
+type batchAnswer struct {
+	status   int
+	outcome  string
+	events   int
+	outcomes map[string]int
+}
+
+// post sends one signed request carrying items (each {"id","type"} plus the marker).
+func (a *arrayBundle) post(t *testing.T, endpoint string, items ...[2]string) batchAnswer {
+	t.Helper()
+	var list []map[string]string
+	for _, it := range items {
+		list = append(list, map[string]string{"id": it[0], "type": it[1], "note": payloadMarker})
+	}
+	body, _ := json.Marshal(list)
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/"+endpoint, bytes.NewReader(body))
+	req.Header.Set("X-Test-Signature", a.v.sign(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Outcome  string         `json:"outcome"`
+		Events   int            `json:"events"`
+		Outcomes map[string]int `json:"outcomes"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&ans)
+	return batchAnswer{resp.StatusCode, ans.Outcome, ans.Events, ans.Outcomes}
+}
+
+func (a *arrayBundle) receipts(t *testing.T, endpoint string) int {
+	return a.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE endpoint = $1`, endpoint)
+}
+
+// One request, several events: each its own receipt, written together, one answer;
+// copies inside the request and the provider's retry of it are duplicates.
+func TestBatchRequest_AsyncEachEventItsOwnReceipt(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	got := a.post(t, "array_async", [2]string{"e1", "thing.done"}, [2]string{"e2", "thing.done"},
+		[2]string{"e1", "thing.done"}, [2]string{"e3", "thing.unknown"})
+	if got.status != 200 || got.outcome != "batch" || got.events != 4 ||
+		got.outcomes["accepted"] != 2 || got.outcomes["duplicate"] != 1 || got.outcomes["ignored"] != 1 {
+		t.Fatalf("answer %+v", got)
+	}
+	if n := a.receipts(t, "array_async"); n != 3 {
+		t.Fatalf("%d receipts, want 3", n)
+	}
+	if got := a.post(t, "array_async", [2]string{"e1", "thing.done"}, [2]string{"e2", "thing.done"}); got.status != 200 || got.outcomes["duplicate"] != 2 {
+		t.Fatalf("the retry: %+v, want 2 duplicates", got)
+	}
+}
+
+// A request with one unusable item, or a bad signature, writes nothing.
+func TestBatchRequest_RefusedWholeWritesNothing(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	if got := a.post(t, "array_sync", [2]string{"e1", "thing.done"}, [2]string{"", "thing.done"}); got.status != 400 {
+		t.Fatalf("an item with no id: %+v, want 400", got)
+	}
+	body := []byte(`[{"id":"e1","type":"thing.done"}]`)
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/array_async", bytes.NewReader(body))
+	req.Header.Set("X-Test-Signature", a.v.sign([]byte("other")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("bad signature: %d, want 401", resp.StatusCode)
+	}
+	if n := a.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 0 {
+		t.Fatalf("%d receipts written", n)
+	}
+}
+
+// On a sync endpoint, an event whose handler fails is rolled back alone and the
+// request answered 500; the retry of the whole request finds the others committed
+// (duplicates) and processes the failed one once it succeeds. Nothing is applied twice.
+func TestBatchRequest_SyncFailureAnswers500AndTheRetryCompletes(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	a.fail["e2"] = true
+	items := [][2]string{{"e1", "thing.done"}, {"e2", "thing.done"}, {"e3", "thing.done"}}
+	if got := a.post(t, "array_sync", items...); got.status != 500 {
+		t.Fatalf("a failing event: %+v, want 500", got)
+	}
+	if n := a.receipts(t, "array_sync"); n != 2 || a.effects(t, "e2") != 0 {
+		t.Fatalf("%d receipts and %d effects of e2, want the 2 others and none", n, a.effects(t, "e2"))
+	}
+	a.mu.Lock()
+	a.fail["e2"] = false
+	a.mu.Unlock()
+	got := a.post(t, "array_sync", items...)
+	if got.status != 200 || got.outcomes["duplicate"] != 2 || got.outcomes["processed"] != 1 {
+		t.Fatalf("the retry: %+v, want 2 duplicates and 1 processed", got)
+	}
+	for _, id := range []string{"e1", "e2", "e3"} {
+		if n := a.effects(t, id); n != 1 {
+			t.Errorf("%s applied %d times", id, n)
+		}
+	}
+}
+
+// On a hybrid endpoint the failed event is kept pending for the workers, and the
+// request answered 200.
+func TestBatchRequest_HybridFailureKeptPending(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	a.fail["e2"] = true
+	got := a.post(t, "array_hybrid", [2]string{"e1", "thing.done"}, [2]string{"e2", "thing.done"}, [2]string{"e9", "thing.unknown"})
+	if got.status != 200 || got.outcomes["processed"] != 1 || got.outcomes["accepted"] != 1 || got.outcomes["ignored"] != 1 {
+		t.Fatalf("answer %+v", got)
+	}
+	r := a.receipt(t, "array_hybrid", "e2")
+	if r == nil || r.State != hookinbox.StatePending || r.Attempts != 1 {
+		t.Fatalf("e2's receipt %+v, want pending after 1 attempt", r)
+	}
+}
+
+func (a *arrayBundle) receipt(t *testing.T, endpoint, id string) *hookinbox.Receipt {
+	t.Helper()
+	r, err := a.inbox.Operator().GetReceipt(a.ctx, hookinbox.Key{Provider: "testarray", Endpoint: endpoint, EventID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// batchAck receives a batch and says whether the request is acknowledged (2xx).
+type batchAck func(ctx context.Context, inbox *hookinbox.Inbox[pgx.Tx], evs []hookinbox.Event) bool
+
+// ackReal acknowledges only a batch ReceiveBatch committed whole, as serveBatch does.
+func ackReal(ctx context.Context, inbox *hookinbox.Inbox[pgx.Tx], evs []hookinbox.Event) bool {
+	_, err := inbox.ReceiveBatch(ctx, evs)
+	return err == nil
+}
+
+// ackWhenSomethingCommitted is the broken variant: it acknowledges a batch in which
+// anything committed, so the provider never retries the event that failed.
+func ackWhenSomethingCommitted(ctx context.Context, inbox *hookinbox.Inbox[pgx.Tx], evs []hookinbox.Event) bool {
+	outs, err := inbox.ReceiveBatch(ctx, evs)
+	return err == nil || (errors.Is(err, hookinbox.ErrBatchIncomplete) && outs[0] != "")
+}
+
+// checkBatchAck: every event of an acknowledged request is committed. Returns the
+// events lost.
+func checkBatchAck(t *testing.T, ack batchAck) []string {
+	t.Helper()
+	a := setupArray(t)
+	a.fail["e2"] = true
+	var evs []hookinbox.Event
+	for _, id := range []string{"e1", "e2", "e3"} {
+		evs = append(evs, hookinbox.Event{Endpoint: "array_sync", ID: id, Type: "thing.done", Payload: []byte(`{"id":"` + id + `"}`)})
+	}
+	var lost []string
+	if ack(a.ctx, a.inbox, evs) {
+		for _, ev := range evs {
+			if a.receipt(t, "array_sync", ev.ID) == nil {
+				lost = append(lost, ev.ID)
+			}
+		}
+	}
+	return lost
+}
+
+func TestBatchAck_OnlyWhenEveryEventCommitted(t *testing.T) {
+	t.Parallel()
+	if lost := checkBatchAck(t, ackReal); len(lost) > 0 {
+		t.Fatalf("acknowledged, yet %v not committed", lost)
+	}
+}
+
+func TestBrokenBatchAck_LosesTheFailedEvent(t *testing.T) {
+	t.Parallel()
+	if lost := checkBatchAck(t, ackWhenSomethingCommitted); len(lost) == 0 {
+		t.Fatal("the broken acknowledgement was not caught")
+	}
+}
