@@ -35,13 +35,11 @@ func (d *Driver) Name() string { return "postgres" }
 // Pool returns the driver's pool.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
-// Begin starts a read-committed transaction.
-func (d *Driver) Begin(ctx context.Context) (driver.ExecutorTx[pgx.Tx], error) {
-	tx, err := d.pool.Begin(ctx)
-	if err != nil {
-		return nil, d.TranslateError(fmt.Errorf("error beginning transaction: %w", err))
-	}
-	return &executorTx{executor: executor{db: tx}, tx: tx}, nil
+// Begin starts a read-committed transaction. Its BEGIN is sent with its first
+// statement, in one round trip (see executorTx); a connection is taken from the pool
+// then, and errors of either show there.
+func (d *Driver) Begin(context.Context) (driver.ExecutorTx[pgx.Tx], error) {
+	return newExecutorTx(d.pool), nil
 }
 
 // Executor returns an executor on the pool.
@@ -57,15 +55,8 @@ type dbtx interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-type executorTx struct {
-	executor
-	tx pgx.Tx
-}
-
-func (e *executorTx) Native() pgx.Tx { return e.tx }
-
 func (e *executorTx) Savepoint(ctx context.Context) error {
-	if _, err := e.tx.Exec(ctx, sqlSavepoint); err != nil {
+	if _, err := e.db.Exec(ctx, sqlSavepoint); err != nil {
 		return fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
 	}
 	return nil
@@ -76,13 +67,16 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 	b := &pgx.Batch{}
 	b.Queue(sqlSavepoint)
 	b.Queue(sqlInboxInsert, inboxInsertArgs(p)...)
-	br := e.tx.SendBatch(ctx, b)
+	br, err := e.sendBatch(ctx, b)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", driver.ErrSavepoint, err)
+	}
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return false, fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
 	}
 	var inserted bool
-	err := br.QueryRow().Scan(&inserted)
+	err = br.QueryRow().Scan(&inserted)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -104,7 +98,10 @@ func (e *executorTx) SavepointInboxInsertMany(ctx context.Context, ps []*driver.
 	b := &pgx.Batch{}
 	b.Queue(sqlSavepoint)
 	b.Queue(sqlInboxInsertMany, args...)
-	br := e.tx.SendBatch(ctx, b)
+	br, err := e.sendBatch(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", driver.ErrSavepoint, err)
+	}
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrSavepoint, translate(fmt.Errorf("error taking savepoint: %w", err)))
@@ -124,29 +121,15 @@ func (e *executorTx) SavepointInboxInsertMany(ctx context.Context, ps []*driver.
 }
 
 func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {
-	if _, err := e.tx.Exec(ctx, sqlReleaseSavepoint); err != nil {
+	if _, err := e.db.Exec(ctx, sqlReleaseSavepoint); err != nil {
 		return translate(fmt.Errorf("error releasing savepoint: %w", err))
 	}
 	return nil
 }
 
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {
-	if _, err := e.tx.Exec(ctx, sqlRollbackToSavepoint); err != nil {
+	if _, err := e.db.Exec(ctx, sqlRollbackToSavepoint); err != nil {
 		return translate(fmt.Errorf("error rolling back to savepoint: %w", err))
-	}
-	return nil
-}
-
-func (e *executorTx) Commit(ctx context.Context) error {
-	if err := e.tx.Commit(ctx); err != nil {
-		return translate(fmt.Errorf("error committing: %w", err))
-	}
-	return nil
-}
-
-func (e *executorTx) Rollback(ctx context.Context) error {
-	if err := e.tx.Rollback(ctx); err != nil && err != pgx.ErrTxClosed {
-		return translate(fmt.Errorf("error rolling back: %w", err))
 	}
 	return nil
 }
