@@ -41,6 +41,10 @@ type Backend struct {
 	// Operator runs the inbox's operator functions (status, list, retry, cleanup).
 	Operator *hookinbox.Operator
 
+	// Executor runs the driver's statements outside any transaction: what backfill
+	// and reconcile keep their checkpoints and read receipts with.
+	Executor driver.Executor
+
 	// Outbox is the outbox's dispatcher, with cfg.Outbox's settings. Its operator
 	// functions (Stats, List, Retry, RetryNeedsReview) need no sink and always work;
 	// it delivers only when opened with OpenOptions.Dispatch (see Dispatching).
@@ -214,6 +218,7 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 	}
 	b.Inbox = inbox
 	b.Operator = inbox.Operator()
+	b.Executor = drv.Executor()
 	return b, nil
 }
 
