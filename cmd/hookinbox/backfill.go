@@ -273,8 +273,8 @@ func toProgressJSON(p backfill.Progress) progressJSON {
 	return pj
 }
 
-// counts prints a run's outcomes in a fixed order.
-func counts(c map[hookinbox.Outcome]int) string {
+// outcomeCounts prints a run's outcomes in a fixed order.
+func outcomeCounts(c map[hookinbox.Outcome]int) string {
 	var parts []string
 	for _, o := range []hookinbox.Outcome{hookinbox.OutcomeProcessed, hookinbox.OutcomeAccepted, hookinbox.OutcomeIgnored, hookinbox.OutcomeDuplicate} {
 		parts = append(parts, fmt.Sprintf("%d %s", c[o], o))
@@ -293,10 +293,10 @@ func (p *progressPrinter) print(pr backfill.Progress) {
 		if pr.Last != nil {
 			last = fmt.Sprintf("  %s %s (%s)", pr.Last.ID, pr.Last.Type, pr.Last.Created.UTC().Format(time.DateTime))
 		}
-		fmt.Fprintf(p.w, "\r\033[Kpage %d, %d events: %s%s", pr.Pages, pr.Fed, counts(pr.Counts), last)
+		fmt.Fprintf(p.w, "\r\033[Kpage %d, %d events: %s%s", pr.Pages, pr.Fed, outcomeCounts(pr.Counts), last)
 	default:
 		if pr.Last == nil && !pr.Done {
-			fmt.Fprintf(p.w, "page %d, %d events: %s\n", pr.Pages, pr.Fed, counts(pr.Counts))
+			fmt.Fprintf(p.w, "page %d, %d events: %s\n", pr.Pages, pr.Fed, outcomeCounts(pr.Counts))
 		}
 	}
 }
@@ -319,8 +319,8 @@ func (p *progressPrinter) finish(res *backfill.Result, err error) {
 	}
 	if err != nil {
 		fmt.Fprintf(p.w, "stopped%s after %d events of %s: %s; run the same command again to resume\n",
-			resumed, res.Fed, res.Checkpoint, counts(res.Counts))
+			resumed, res.Fed, res.Checkpoint, outcomeCounts(res.Counts))
 		return
 	}
-	fmt.Fprintf(p.w, "done%s: %d events of %s in %d pages: %s\n", resumed, res.Fed, res.Checkpoint, res.Pages, counts(res.Counts))
+	fmt.Fprintf(p.w, "done%s: %d events of %s in %d pages: %s\n", resumed, res.Fed, res.Checkpoint, res.Pages, outcomeCounts(res.Counts))
 }

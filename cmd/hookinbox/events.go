@@ -31,8 +31,8 @@ type receiptJSON struct {
 	AvailableAt time.Time  `json:"available_at"`
 	ProcessedAt *time.Time `json:"processed_at"`
 	// Conflicts counts later deliveries of the key with another body (the first kept).
-	Conflicts  int             `json:"conflicts"`
-	BodySHA256 string          `json:"body_sha256,omitempty"`
+	Conflicts  int    `json:"conflicts"`
+	BodySHA256 string `json:"body_sha256,omitempty"`
 	// Origin is where the receipt came from: delivery, backfill or reconcile (events
 	// show only).
 	Origin  string          `json:"origin,omitempty"`
