@@ -21,7 +21,9 @@
 // signature: they are the answer to an API call made over TLS with the provider's
 // secret key, which authenticates the provider to us as well as us to it.
 //
-//	src := backfill.NewStripe(stripe.NewClient(key, backfill.StripeBackends(client)), backfill.StripeConfig{Since: since})
+//	client := backfill.NewHTTPClient(backfill.ClientConfig{Rate: 10})
+//	sc := stripe.NewClient(os.Getenv("STRIPE_SECRET_KEY"), stripe.WithBackends(backfill.StripeBackends(client, "")))
+//	src, err := backfill.NewStripe(sc, backfill.StripeConfig{Types: []string{"invoice.*"}, Since: since})
 //	res, err := backfill.Run(ctx, inbox, inbox.Driver().Executor(), src, &backfill.Config{Endpoint: "billing"})
 package backfill
 

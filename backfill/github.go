@@ -78,11 +78,12 @@ func parseGitHubCursor(cursor string) (page string, after int64, err error) {
 	if cursor == "" {
 		return "", 0, nil
 	}
-	page, id, ok := strings.Cut(cursor, " ")
-	if !ok {
+	i := strings.LastIndexByte(cursor, ' ')
+	if i < 0 {
 		return "", 0, fmt.Errorf("backfill: GitHub cursor %q is not PAGE DELIVERY", cursor)
 	}
-	after, err = strconv.ParseInt(id, 10, 64)
+	page = cursor[:i]
+	after, err = strconv.ParseInt(cursor[i+1:], 10, 64)
 	if err != nil {
 		return "", 0, fmt.Errorf("backfill: GitHub cursor %q: %w", cursor, err)
 	}

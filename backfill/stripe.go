@@ -32,8 +32,9 @@ func StripeBackends(client *http.Client, url string) *stripe.Backends {
 
 // StripeConfig selects the events a Stripe backfill lists.
 type StripeConfig struct {
-	// Types are the event types to list, at most 20, each a type ("invoice.paid") or
-	// a group with a wildcard ("invoice.*"). Empty lists every type.
+	// Types are the event types to list: one type ("invoice.paid") or group with a
+	// wildcard ("invoice.*"), or up to 20 types without wildcards (Stripe's type and
+	// types parameters). Empty lists every type.
 	Types []string
 
 	// Since lists only events created at or after it. Stripe lists events of the
@@ -58,6 +59,11 @@ type Stripe struct {
 func NewStripe(client *stripe.Client, config StripeConfig) (*Stripe, error) {
 	if len(config.Types) > 20 {
 		return nil, fmt.Errorf("backfill: %d Stripe event types, at most 20", len(config.Types))
+	}
+	for _, t := range config.Types {
+		if len(config.Types) > 1 && strings.Contains(t, "*") {
+			return nil, fmt.Errorf("backfill: Stripe takes a wildcard (%s) only as the one type listed", t)
+		}
 	}
 	if config.PageSize <= 0 || config.PageSize > 100 {
 		config.PageSize = 100

@@ -75,7 +75,7 @@ are paced (--rate) and a 429 waits for its Retry-After. See docs/BACKFILL.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.endpoint, "endpoint", "", "the endpoint that receives the provider's webhooks (required)")
 	fl.StringVar(&f.since, "since", "", "only events created after: a duration back from now (96h) or a time (2026-11-20, 2026-11-20T08:00:00Z); default everything the provider keeps")
-	fl.StringSliceVar(&f.types, "types", nil, "Stripe: event types to list, at most 20, with wildcards (invoice.*); default every type")
+	fl.StringSliceVar(&f.types, "types", nil, "Stripe: event types to list: one with a wildcard (invoice.*) or up to 20 without; default every type")
 	fl.StringVar(&f.repo, "repo", "", "GitHub: the repository OWNER/NAME of the hook")
 	fl.Int64Var(&f.hookID, "hook-id", 0, "GitHub: the repository webhook's id")
 	fl.BoolVar(&f.failedOnly, "failed-only", false, "GitHub: feed only the deliveries GitHub recorded as failed")

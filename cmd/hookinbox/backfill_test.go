@@ -114,6 +114,7 @@ func TestBackfillCommand_UsageErrors(t *testing.T) {
 		{[]string{"backfill", "--endpoint", "billing"}, map[string]string{}, "no API key: set STRIPE_SECRET_KEY"},
 		{[]string{"backfill", "--endpoint", "billing", "--since", "yesterday"}, w.env, "--since"},
 		{[]string{"backfill", "--endpoint", "billing", "--repo", "a/b"}, w.env, "are for GitHub endpoints"},
+		{[]string{"backfill", "--endpoint", "billing", "--types", "invoice.*,charge.*"}, w.env, "only as the one type listed"},
 	} {
 		r := runInProcess(t, tt.env, append(tt.args, "--config", w.config)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
