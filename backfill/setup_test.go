@@ -35,6 +35,12 @@ type bundle struct {
 
 func setup(t *testing.T, mode hookinbox.Mode) *bundle {
 	t.Helper()
+	return setupWrapped(t, mode, nil)
+}
+
+// setupWrapped is setup with each billing handler passed through wrap.
+func setupWrapped(t *testing.T, mode hookinbox.Mode, wrap func(hookinbox.HandlerFunc[pgx.Tx]) hookinbox.HandlerFunc[pgx.Tx]) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	db := testdb.New(t)
 	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{"whsec_backfill_test"}})
@@ -54,7 +60,12 @@ func setup(t *testing.T, mode hookinbox.Mode) *bundle {
 	if err := billing.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	billing.Register(inbox, endpoint)
+	for typ, fn := range billing.Handlers() {
+		if wrap != nil {
+			fn = wrap(fn)
+		}
+		inbox.Handle(endpoint, typ, fn)
+	}
 	return &bundle{ctx: ctx, db: db, inbox: inbox, ex: inbox.Driver().Executor(), fake: fakestripe.New(t)}
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
@@ -232,5 +236,42 @@ func TestStripe_RateLimitIsWaitedOut(t *testing.T) {
 				t.Fatalf("%d requests answered 429, want 2", limited)
 			}
 		})
+	}
+}
+
+// A missed event whose sync handler fails stops the run before the checkpoint passes
+// it: nothing of it is committed, and the next run starts with it.
+func TestStripe_AHandlerFailureStopsBeforeTheEvent(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	b := setupWrapped(t, hookinbox.ModeSync, func(fn hookinbox.HandlerFunc[pgx.Tx]) hookinbox.HandlerFunc[pgx.Tx] {
+		return func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+			if ev.ID == "evt_004" && failing.Load() {
+				return errors.New("the ledger is locked for maintenance")
+			}
+			return fn(ctx, tx, ev)
+		}
+	})
+	b.plant(t, 6, map[int]bool{2: true, 4: true, 5: true})
+	first, err := backfill.Run(b.ctx, b.inbox, b.ex, b.source(t, 100, backfill.ClientConfig{}), &backfill.Config{Endpoint: endpoint})
+	if err == nil || !strings.Contains(err.Error(), "evt_004") {
+		t.Fatalf("run over a failing handler: %v, want an error naming evt_004", err)
+	}
+	// Newest first: evt_006 (duplicate) and evt_005 (processed) went before it.
+	if first.Fed != 2 || first.Counts[hookinbox.OutcomeProcessed] != 1 {
+		t.Fatalf("first run fed %d (%v), want 2 with evt_005 processed", first.Fed, first.Counts)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_004'`); n != 0 {
+		t.Fatal("the failed event's receipt was committed")
+	}
+
+	failing.Store(false)
+	second := b.run(t, b.source(t, 100, backfill.ClientConfig{}), &backfill.Config{Endpoint: endpoint})
+	if !second.Resumed || second.Counts[hookinbox.OutcomeProcessed] != 2 {
+		t.Fatalf("second run: %v (resumed %t), want evt_004 and evt_002 processed", second.Counts, second.Resumed)
+	}
+	if got := b.count(t, `SELECT count(*) FROM ledger_entries`); got != 6 {
+		t.Fatalf("%d payments booked, want 6", got)
 	}
 }
