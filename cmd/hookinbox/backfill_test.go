@@ -5,10 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/internal/testdb"
@@ -160,5 +168,72 @@ func TestReconcileCommand_PrintsDriftAndRepairs(t *testing.T) {
 	var n int
 	if err := w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE id = 'in_missing' AND status = 'paid' AND amount_paid = 700`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("in_missing not repaired: %d, %v", n, err)
+	}
+}
+
+// The binary killed with SIGKILL while it waits for its second page: the next run
+// resumes after the first page's events, and every missed event is applied once.
+func TestBackfillBinary_KilledRunResumes(t *testing.T) {
+	t.Parallel()
+	w := setupBackfillWorld(t)
+	for i := 1; i <= 6; i++ {
+		w.addPaid(i)
+	}
+	// A proxy in front of the fake that holds the second list request until released.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var lists atomic.Int32
+	target, err := url.Parse(w.fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" && lists.Add(1) == 2 {
+			close(reached)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fwd.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(proxy.Close)
+	defer close(release)
+
+	env := childEnv("STRIPE_SECRET_KEY=" + w.env["STRIPE_SECRET_KEY"])
+	args := []string{"backfill", "--config", w.config, "--endpoint", "billing", "--api-url", proxy.URL, "--page-size", "2"}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("the backfill never asked for its second page")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	ctx := context.Background()
+	var cursor string
+	var events int
+	if err := w.db.Pool.QueryRow(ctx, `SELECT cursor, events FROM hookinbox_backfill_checkpoint`).Scan(&cursor, &events); err != nil {
+		t.Fatal(err)
+	}
+	if cursor != "evt_005" || events != 2 {
+		t.Fatalf("checkpoint after the kill: %s, %d events; want after evt_005, 2", cursor, events)
+	}
+	r := runBinary(t, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "done (resumed): 6 events") || !strings.Contains(r.stdout, "4 processed") {
+		t.Fatalf("resumed run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var ledger int
+	if err := w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries`).Scan(&ledger); err != nil || ledger != 6 {
+		t.Fatalf("%d payments booked (%v), want 6", ledger, err)
 	}
 }
