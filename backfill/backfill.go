@@ -45,6 +45,11 @@ const Origin = "backfill"
 // driver.BackfillStore).
 var ErrNoStore = errors.New("the driver keeps no backfill checkpoints")
 
+// ErrNoProgress means the provider's list answered a page that does not move past
+// the position asked for (a test double that ignores the cursor): paging on would
+// never end.
+var ErrNoProgress = errors.New("the provider's list does not move past the cursor")
+
 // Receiver is what a backfill feeds: a *hookinbox.Inbox of any driver.
 type Receiver interface {
 	Receive(ctx context.Context, ev hookinbox.Event) (hookinbox.Outcome, error)
@@ -196,7 +201,15 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		page, err := r.src.Fetch(ctx, cursor)
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("backfill stopped: %w", ctx.Err())
+			}
 			return fmt.Errorf("error listing %s events: %w", r.src.Provider(), err)
+		}
+		if page.More && page.Cursor == cursor {
+			// A list that answers the position it was asked to list after would be
+			// paged forever.
+			return fmt.Errorf("%w: %s listed nothing after %q", ErrNoProgress, r.src.Provider(), cursor)
 		}
 		p.Pages++
 		for _, ev := range page.Events {

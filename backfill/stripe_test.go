@@ -275,3 +275,23 @@ func TestStripe_AHandlerFailureStopsBeforeTheEvent(t *testing.T) {
 		t.Fatalf("%d payments booked, want 6", got)
 	}
 }
+
+// stuck is a source whose every page after the first repeats the cursor it was asked
+// with, as a double that ignores the cursor does.
+type stuck struct{}
+
+func (stuck) Provider() string { return "stripe" }
+func (stuck) Name() string     { return "stuck" }
+func (stuck) Fetch(_ context.Context, cursor string) (*backfill.Page, error) {
+	ev := backfill.Event{ID: "evt_stuck", Type: "invoice.paid", Payload: []byte(`{"data":{"object":{"id":"in_stuck"}}}`), Cursor: "evt_stuck"}
+	return &backfill.Page{Events: []backfill.Event{ev}, Cursor: "evt_stuck", More: true}, nil
+}
+
+func TestRun_AListThatDoesNotMoveStops(t *testing.T) {
+	t.Parallel()
+	b := setup(t, hookinbox.ModeSync)
+	res, err := backfill.Run(b.ctx, b.inbox, b.ex, stuck{}, &backfill.Config{Endpoint: endpoint})
+	if !errors.Is(err, backfill.ErrNoProgress) || res.Pages != 1 || res.Fed != 1 {
+		t.Fatalf("%v after %d pages, %d events; want ErrNoProgress after 1 page", err, res.Pages, res.Fed)
+	}
+}
