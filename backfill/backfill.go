@@ -15,11 +15,13 @@
 //   - after each event the position is stored in a checkpoint in the database
 //     (hookinbox_backfill_checkpoint), in the same transaction as the origin, so a run
 //     that was stopped resumes after the last event it fed;
-//   - requests are paced (Client's rate) and a 429 waits for Retry-After.
+//   - requests are paced (NewHTTPClient's rate) and a 429 waits for Retry-After.
 //
 // Events fetched from the API are not signed webhook deliveries. They need no
-// signature: they are the answer to an API call made over TLS with the provider's
-// secret key, which authenticates the provider to us as well as us to it.
+// signature: they are the answer to a request this process made itself, over TLS to
+// the provider's API host (the certificate authenticates the provider), with the
+// provider's secret API key (which only the account's holder has). The key is the
+// caller's to read from the environment; nothing here logs it.
 //
 //	client := backfill.NewHTTPClient(backfill.ClientConfig{Rate: 10})
 //	sc := stripe.NewClient(os.Getenv("STRIPE_SECRET_KEY"), stripe.WithBackends(backfill.StripeBackends(client, "")))

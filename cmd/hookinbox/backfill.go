@@ -57,7 +57,7 @@ serve's workers (async), and its receipt's origin is "backfill" (hookinbox event
 The position is kept in the database after every event: a run stopped with Ctrl-C or
 killed resumes where it stopped when the same command runs again (--restart starts
 over). It cannot recover what the provider no longer keeps: Stripe lists the events of
-the last 30 days.
+the last 30 days, GitHub a hook's deliveries of the last 3 days.
 
 The API key is read from the environment (--api-key-env: STRIPE_SECRET_KEY, or
 GITHUB_TOKEN for GitHub), never from the config or a flag, and never printed. Requests
