@@ -67,4 +67,10 @@ ON CONFLICT (invoice_id, kind) DO NOTHING`
 SELECT id, invoice_id, kind, event_id, event_type, detail, created_at
   FROM billing_anomalies
  ORDER BY id`
+
+	// A reconcile's read of one invoice it compares.
+	sqliteInvoiceByID = `
+SELECT id, status, amount_paid, currency
+  FROM invoices
+ WHERE id = ?1`
 )

@@ -31,9 +31,12 @@ type receiptJSON struct {
 	AvailableAt time.Time  `json:"available_at"`
 	ProcessedAt *time.Time `json:"processed_at"`
 	// Conflicts counts later deliveries of the key with another body (the first kept).
-	Conflicts  int             `json:"conflicts"`
-	BodySHA256 string          `json:"body_sha256,omitempty"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
+	Conflicts  int    `json:"conflicts"`
+	BodySHA256 string `json:"body_sha256,omitempty"`
+	// Origin is where the receipt came from: delivery, backfill or reconcile (events
+	// show only).
+	Origin  string          `json:"origin,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // state is what an operator needs to know of a receipt, from its stored state:
@@ -156,6 +159,9 @@ func (a *app) eventsShowCommand() *cobra.Command {
 					return fmt.Errorf("no receipt %s %s %s", key.Provider, key.Endpoint, key.EventID)
 				}
 				rj := newReceiptJSON(r, true)
+				if rj.Origin, err = receiptOrigin(cmd.Context(), b, key); err != nil {
+					return err
+				}
 				if asJSON {
 					return json.NewEncoder(a.stdout).Encode(rj)
 				}
@@ -172,6 +178,9 @@ func (a *app) printReceipt(rj receiptJSON) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "provider\t%s\nendpoint\t%s\nevent id\t%s\ntype\t%s\nstate\t%s\nattempts\t%d\n",
 		rj.Provider, rj.Endpoint, rj.EventID, rj.EventType, rj.State, rj.Attempts)
+	if rj.Origin != "" {
+		fmt.Fprintf(tw, "origin\t%s\n", rj.Origin)
+	}
 	fmt.Fprintf(tw, "received\t%s\n", rj.ReceivedAt.Local().Format(time.RFC3339))
 	if rj.ProcessedAt != nil {
 		fmt.Fprintf(tw, "processed\t%s\n", rj.ProcessedAt.Local().Format(time.RFC3339))

@@ -65,6 +65,8 @@ Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		a.cleanupCommand(),
 		a.sendCommand(),
 		a.benchCommand(),
+		a.backfillCommand(),
+		a.reconcileCommand(),
 	)
 	return root
 }

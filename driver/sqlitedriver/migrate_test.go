@@ -34,8 +34,8 @@ func TestMigrate_TwiceIsANoOp(t *testing.T) {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != latest {
-		t.Fatalf("migration rows %d (%v), want %d", n, err, latest)
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
+		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
 	}
 	// The PostgreSQL driver's tables, by the same names, and only hookinbox's own: the
 	// billing tables are the billing package's to create, and the names from before
@@ -76,8 +76,8 @@ func TestMigrate_ConcurrentlyFromFourDatabases(t *testing.T) {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	var n int
-	if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != latest {
-		t.Fatalf("migration rows %d (%v), want %d", n, err, latest)
+	if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
+		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
 	}
 }
 
@@ -148,7 +148,7 @@ func TestOpen_TransactionsTakeTheWriteLockAtBegin(t *testing.T) {
 
 // hookinboxTables are the tables of a migrated database, by name (sqlite_sequence is
 // SQLite's, for AUTOINCREMENT).
-var hookinboxTables = []string{"hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence", "sqlite_sequence"}
+var hookinboxTables = []string{"hookinbox_backfill_checkpoint", "hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence", "sqlite_sequence"}
 
 // tables lists the tables of db's main schema, by name.
 func tables(t *testing.T, db *sql.DB) string {
@@ -282,7 +282,7 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 	if applied, latest, err := d.SchemaVersion(ctx); err != nil || applied != latest || latest < 3 {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
-	want := append([]string{"billing_anomalies"}, hookinboxTables[:4]...)
+	want := append([]string{"billing_anomalies"}, hookinboxTables[:5]...)
 	want = append(want, "hookinbox_sequence", "invoices", "ledger_entries", "sqlite_sequence")
 	if got := tables(t, db); got != fmt.Sprint(want) {
 		t.Fatalf("tables %s, want %v", got, want)
@@ -394,7 +394,7 @@ func TestMigrate_NewDatabaseLeavesTheApplicationsTablesOfOldNames(t *testing.T) 
 	if after := app(); after != before {
 		t.Fatalf("the application's tables changed:\n%s\nwere:\n%s", after, before)
 	}
-	want := append([]string{"hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence"},
+	want := append([]string{"hookinbox_backfill_checkpoint", "hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence"},
 		"invoices", "outbox", "sqlite_sequence", "webhook_inbox")
 	if got := tables(t, db); got != fmt.Sprint(want) {
 		t.Fatalf("tables %s, want %v", got, want)
@@ -458,8 +458,8 @@ func TestMigrateLine_AnotherLineHasItsOwnVersionTable(t *testing.T) {
 	if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, core); err != nil || applied != latest || core.Table != sqlitedriver.MigrationTable {
 		t.Fatalf("hookinbox's line: applied=%d latest=%d err=%v", applied, latest, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM hookinbox_migration`); n != core.Latest() {
-		t.Fatalf("hookinbox_migration has %d rows, want %d", n, core.Latest())
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_migration`); n != len(core.Migrations) {
+		t.Fatalf("hookinbox_migration has %d rows, want %d", n, len(core.Migrations))
 	}
 }
 
@@ -522,4 +522,16 @@ func TestWriteMigrations_ScriptMakesWhatMigrateMakes(t *testing.T) {
 	if strings.Contains(script(3), "RENAME") {
 		t.Fatal("script from version 3 names the rename step")
 	}
+}
+
+// migrationCount is the number of hookinbox's migrations: a migrated database has a
+// row for each. Versions need not be contiguous (a version reserved by a branch not
+// yet merged), so it is not the latest version.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	line, err := sqlitedriver.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(line.Migrations)
 }

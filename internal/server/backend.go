@@ -41,6 +41,14 @@ type Backend struct {
 	// Operator runs the inbox's operator functions (status, list, retry, cleanup).
 	Operator *hookinbox.Operator
 
+	// Executor runs the driver's statements outside any transaction: what backfill
+	// and reconcile keep their checkpoints and read receipts with.
+	Executor driver.Executor
+
+	// Billing reads the billing tables, for reconcile; nil unless an endpoint uses the
+	// billing handlers.
+	Billing billing.Store
+
 	// Outbox is the outbox's dispatcher, with cfg.Outbox's settings. Its operator
 	// functions (Stats, List, Retry, RetryNeedsReview) need no sink and always work;
 	// it delivers only when opened with OpenOptions.Dispatch (see Dispatching).
@@ -115,6 +123,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 			b.PoolMaxConns = pcfg.MaxConns
 		}
 		if err == nil && usesBilling(cfg) {
+			b.Billing = billing.NewStore(pool)
 			b.lines = append(b.lines, migrationLine{
 				name:    "billing",
 				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, pool) },
@@ -133,6 +142,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		}
 		b, err := newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
 		if err == nil && usesBilling(cfg) {
+			b.Billing = billing.NewStoreSQL(sdb)
 			b.lines = append(b.lines, migrationLine{
 				name:    "billing",
 				migrate: func(ctx context.Context) error { return billing.MigrateSQLite(ctx, sdb) },
@@ -214,6 +224,7 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 	}
 	b.Inbox = inbox
 	b.Operator = inbox.Operator()
+	b.Executor = drv.Executor()
 	return b, nil
 }
 
