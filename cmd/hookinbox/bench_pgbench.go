@@ -340,7 +340,9 @@ type benchSettings struct {
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	Autovacuum        string `json:"autovacuum,omitempty"`
 	// PoolMaxConns is the in-process server's pool size.
-	PoolMaxConns int32  `json:"pool_max_conns,omitempty"`
+	PoolMaxConns int32 `json:"pool_max_conns,omitempty"`
+	// SyncFlushers is --sync-flushers, when given.
+	SyncFlushers int    `json:"sync_flushers,omitempty"`
 	Workers      int    `json:"workers,omitempty"`
 	Dispatchers  int    `json:"dispatchers,omitempty"`
 	Cores        int    `json:"cores"`
