@@ -2,7 +2,7 @@ package hookinbox
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
@@ -21,7 +21,9 @@ const notifyInterval = 5 * time.Millisecond
 type remoteWaker struct {
 	notifier driver.Notifier // nil: the driver cannot, or Config.PollOnly
 	pending  chan struct{}
-	start    sync.Once
+	// running is set while a notifyLoop runs; it ends when nothing is pending, so an
+	// idle inbox (or one no longer used) keeps no goroutine.
+	running atomic.Bool
 }
 
 func newRemoteWaker(d any, pollOnly bool) *remoteWaker {
@@ -43,18 +45,33 @@ func (i *Inbox[TTx]) announce() {
 	case w.pending <- struct{}{}:
 	default: // a notification is due already: this one rides along
 	}
-	w.start.Do(func() { go i.notifyLoop() })
+	if w.running.CompareAndSwap(false, true) {
+		go i.notifyLoop()
+	}
 }
 
+// notifyLoop sends the pending notification, at most one per notifyInterval, and
+// returns once none is pending.
 func (i *Inbox[TTx]) notifyLoop() {
-	for range i.remote.pending {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := i.remote.notifier.Notify(ctx, driver.ChannelInbox); err != nil {
-			// Other processes poll meanwhile.
-			i.logger.Debug("hookinbox: error notifying other processes", "error", err.Error())
+	w := i.remote
+	for {
+		select {
+		case <-w.pending:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := w.notifier.Notify(ctx, driver.ChannelInbox); err != nil {
+				// Other processes poll meanwhile.
+				i.logger.Debug("hookinbox: error notifying other processes", "error", err.Error())
+			}
+			cancel()
+			time.Sleep(notifyInterval)
+		default:
+			w.running.Store(false)
+			// An announce that found the loop still running, just before it stopped,
+			// left its notification pending: take it over unless a new loop did.
+			if len(w.pending) == 0 || !w.running.CompareAndSwap(false, true) {
+				return
+			}
 		}
-		cancel()
-		time.Sleep(notifyInterval)
 	}
 }
 
