@@ -68,8 +68,15 @@
 // Concurrent deliveries share commits (Config.Accept, Config.Sync): async receipts
 // are inserted a batch per statement, sync deliveries run several to a transaction,
 // each behind a savepoint of its own, so that one's failure undoes only its own work.
-// There is no timer: a lone delivery is committed at once, and every delivery is
-// answered only after its commit. A delivery with an event id received before but
+// Deliveries of one handler registered with HandleBatch (a BatchHandlerFunc, its
+// set-based form) share statements too: their receipts are inserted by one statement
+// and the handler is called once for all of them, behind one savepoint; if that
+// fails, each is received alone behind its own. There is no timer: a lone delivery is
+// committed at once, and every delivery is answered only after its commit.
+//
+// A request that carries several events (a provider.BatchVerifier scheme, such as
+// SendGrid's arrays) is received by ReceiveBatch: a receipt per event, all in one
+// transaction, and one answer for the request. A delivery with an event id received before but
 // another body is a duplicate (the first body won), counted on the receipt
 // (Receipt.Conflicts) and logged with both bodies' SHA-256.
 //
