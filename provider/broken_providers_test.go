@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
 	paddle "github.com/PaddleHQ/paddle-go-sdk/v4"
+	"github.com/bwmarrin/discordgo"
 
 	"github.com/hookinbox/hookinbox/provider"
 )

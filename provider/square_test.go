@@ -70,7 +70,9 @@ func TestSquarePublishedVector(t *testing.T) {
 	r.Header = squareHeader(squareVectorSig)
 	for name, verify := range map[string]func() (provider.Verified, error){
 		"VerifyRequest": func() (provider.Verified, error) { return newTestSquare(t, "", squareVectorKey).VerifyRequest(r, body) },
-		"Verify":        func() (provider.Verified, error) { return newTestSquare(t, squareVectorURL, squareVectorKey).Verify(r.Header, body) },
+		"Verify": func() (provider.Verified, error) {
+			return newTestSquare(t, squareVectorURL, squareVectorKey).Verify(r.Header, body)
+		},
 	} {
 		got, err := verify()
 		if err != nil {
