@@ -185,7 +185,7 @@ func twilioForm(body []byte) (signed string, payload []byte, err error) {
 	params := make(map[string]string, len(values))
 	for name, vs := range values {
 		if len(vs) != 1 {
-			return "", nil, fmt.Errorf("twilio: form parameter %q is repeated: %w", name, ErrUnparsableEvent)
+			return "", nil, fmt.Errorf("twilio: a form parameter is repeated: %w", ErrUnparsableEvent)
 		}
 		names = append(names, name)
 		params[name] = vs[0]
