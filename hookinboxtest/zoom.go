@@ -1,11 +1,7 @@
 package hookinboxtest
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -17,12 +13,5 @@ func Zoom(secret string) Signer { return zoomSigner{secret} }
 type zoomSigner struct{ secret string }
 
 func (s zoomSigner) Sign(body []byte, at time.Time) (http.Header, error) {
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(s.secret))
-	mac.Write([]byte("v0:" + ts + ":"))
-	mac.Write(body)
-	h := http.Header{}
-	h.Set("X-Zm-Request-Timestamp", ts)
-	h.Set("X-Zm-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	return h, nil
+	return signV0(s.secret, "X-Zm-Request-Timestamp", "X-Zm-Signature", body, at), nil
 }

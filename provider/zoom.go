@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -25,6 +23,9 @@ const (
 	// 90 minutes after a delivery that was not answered 2xx within 3 seconds.
 	zoomRetryWindow = 24 * time.Hour
 )
+
+// zoomV0 is the v0 scheme Zoom shares with Slack, under Zoom's header names.
+var zoomV0 = v0Scheme{scheme: "zoom", signatureHeader: zoomSignatureHeader, timestampHeader: zoomTimestampHeader}
 
 // ZoomConfig configures a Zoom verifier.
 type ZoomConfig struct {
@@ -93,41 +94,8 @@ func (*Zoom) RetryWindow() time.Duration { return zoomRetryWindow }
 //
 // Errors wrap this package's sentinels and never contain a secret or the body.
 func (z *Zoom) Verify(h http.Header, body []byte) (Verified, error) {
-	sig, err := headerValue(h, "zoom", zoomSignatureHeader, ErrMalformedSignature)
+	index, signedAt, err := zoomV0.verify(h, body, z.secrets, z.now(), z.tolerance)
 	if err != nil {
-		return Verified{}, err
-	}
-	ts, err := headerValue(h, "zoom", zoomTimestampHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	switch {
-	case sig == "":
-		return Verified{}, fmt.Errorf("zoom: no %s header: %w", zoomSignatureHeader, ErrMissingSignature)
-	case ts == "":
-		return Verified{}, fmt.Errorf("zoom: no %s header: %w", zoomTimestampHeader, ErrMissingSignature)
-	}
-	signedAt, err := parseTimestampHeader("zoom", zoomTimestampHeader, ts)
-	if err != nil {
-		return Verified{}, err
-	}
-	version, digits, ok := strings.Cut(sig, "=")
-	if !ok {
-		return Verified{}, fmt.Errorf("zoom: %s is not version=signature: %w", zoomSignatureHeader, ErrMalformedSignature)
-	}
-	if version != "v0" {
-		return Verified{}, fmt.Errorf("zoom: %s is not a v0 signature: %w", zoomSignatureHeader, ErrNoValidSignature)
-	}
-	mac, err := decodeHexDigest("zoom", zoomSignatureHeader, digits, sha256.Size)
-	if err != nil {
-		return Verified{}, err
-	}
-	message := [][]byte{[]byte("v0:"), []byte(ts), []byte(":"), body}
-	index := matchMAC(z.secrets, sha256.New, message, nil, [][]byte{mac})
-	if index < 0 {
-		return Verified{}, fmt.Errorf("zoom: signature matches none of %d secrets: %w", len(z.secrets), ErrNoValidSignature)
-	}
-	if err := checkSkew("zoom", z.now(), signedAt, z.tolerance); err != nil {
 		return Verified{}, err
 	}
 
