@@ -106,21 +106,7 @@ func (*Discord) RetryWindow() time.Duration { return discordRetryWindow }
 //
 // Errors wrap this package's sentinels and never contain the body.
 func (d *Discord) Verify(h http.Header, body []byte) (Verified, error) {
-	sig, err := headerValue(h, "discord", discordSignatureHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	ts, err := headerValue(h, "discord", discordTimestampHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	switch {
-	case sig == "":
-		return Verified{}, fmt.Errorf("discord: no %s header: %w", discordSignatureHeader, ErrMissingSignature)
-	case ts == "":
-		return Verified{}, fmt.Errorf("discord: no %s header: %w", discordTimestampHeader, ErrMissingSignature)
-	}
-	signedAt, err := parseTimestampHeader("discord", discordTimestampHeader, ts)
+	sig, ts, signedAt, err := signatureAndTimestamp(h, "discord", discordSignatureHeader, discordTimestampHeader)
 	if err != nil {
 		return Verified{}, err
 	}

@@ -88,21 +88,7 @@ func (*SendGrid) RetryWindow() time.Duration { return sendgridRetryWindow }
 //
 // Errors wrap this package's sentinels and never contain the body.
 func (s *SendGrid) Verify(h http.Header, body []byte) (Verified, error) {
-	sig, err := headerValue(h, "sendgrid", sendgridSignatureHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	ts, err := headerValue(h, "sendgrid", sendgridTimestampHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	switch {
-	case sig == "":
-		return Verified{}, fmt.Errorf("sendgrid: no %s header: %w", sendgridSignatureHeader, ErrMissingSignature)
-	case ts == "":
-		return Verified{}, fmt.Errorf("sendgrid: no %s header: %w", sendgridTimestampHeader, ErrMissingSignature)
-	}
-	signedAt, err := parseTimestampHeader("sendgrid", sendgridTimestampHeader, ts)
+	sig, ts, signedAt, err := signatureAndTimestamp(h, "sendgrid", sendgridSignatureHeader, sendgridTimestampHeader)
 	if err != nil {
 		return Verified{}, err
 	}

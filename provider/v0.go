@@ -20,21 +20,7 @@ type v0Scheme struct {
 // checked against now after the MAC, so that a tolerance error always means a
 // genuine signature.
 func (s v0Scheme) verify(h http.Header, body []byte, secrets [][]byte, now time.Time, tolerance time.Duration) (int, time.Time, error) {
-	sig, err := headerValue(h, s.scheme, s.signatureHeader, ErrMalformedSignature)
-	if err != nil {
-		return -1, time.Time{}, err
-	}
-	ts, err := headerValue(h, s.scheme, s.timestampHeader, ErrMalformedSignature)
-	if err != nil {
-		return -1, time.Time{}, err
-	}
-	switch {
-	case sig == "":
-		return -1, time.Time{}, fmt.Errorf("%s: no %s header: %w", s.scheme, s.signatureHeader, ErrMissingSignature)
-	case ts == "":
-		return -1, time.Time{}, fmt.Errorf("%s: no %s header: %w", s.scheme, s.timestampHeader, ErrMissingSignature)
-	}
-	signedAt, err := parseTimestampHeader(s.scheme, s.timestampHeader, ts)
+	sig, ts, signedAt, err := signatureAndTimestamp(h, s.scheme, s.signatureHeader, s.timestampHeader)
 	if err != nil {
 		return -1, time.Time{}, err
 	}
