@@ -147,18 +147,7 @@ func TestEndpoint_SignedSchemesStoreOnceAndRefuseWithoutWriting(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	send := func(target string, body []byte, h http.Header) (int, string) {
-		req, _ := http.NewRequest("POST", target, bytes.NewReader(body))
-		for k, vs := range h {
-			req.Header[k] = vs
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(hookinbox.OutcomeHeader)
-	}
+	send := func(target string, body []byte, h http.Header) (int, string) { return postSigned(t, target, body, h) }
 	for _, sc := range cases {
 		target := srv.URL + "/" + sc.name
 		now := time.Now()
