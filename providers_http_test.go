@@ -68,7 +68,9 @@ func TestEndpoint_EveryProviderRefusesWithoutWriting(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	send := func(path string, body []byte, h http.Header) (int, string) { return postSigned(t, srv.URL+path, body, h) }
+	send := func(path string, body []byte, h http.Header) (int, string) {
+		return postSigned(t, srv.URL+path, body, h)
+	}
 	for _, pc := range providerCases {
 		body := []byte(pc.body)
 		good, err := signers[pc.name].Sign(body, time.Now())
