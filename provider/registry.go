@@ -220,10 +220,12 @@ func Names() []string {
 // publicKeysPlaceholders hold, for each scheme that takes public keys instead of
 // secrets, a key its constructor accepts: the schemes listed by TakesPublicKeys.
 var publicKeyPlaceholders = map[string]string{
-	// An Ed25519 public key of no one's private key that matters: the key of the
-	// all-zero seed.
-	"discord": "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29",
-	// SendGrid's example verification key from its Go library's tests.
+	// 32 bytes that are not the encoding of a curve point (y is not below the
+	// field's prime), so that no signature verifies under it, should a
+	// placeholder ever be asked to verify.
+	"discord": "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	// SendGrid's example verification key from its Go library's tests, whose
+	// private key is not published.
 	"sendgrid": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==",
 }
 

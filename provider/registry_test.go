@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"net/http"
 	"slices"
@@ -183,5 +184,22 @@ func TestNewRefusesSecretsOrKeysOfTheOtherKind(t *testing.T) {
 	}
 	if _, ok := provider.PlaceholderPublicKey("stripe"); ok {
 		t.Error("stripe has a placeholder public key")
+	}
+}
+
+// A placeholder public key verifies nothing: a verifier built with one (for an
+// operator command) refuses every request, whoever signed it.
+func TestPlaceholderPublicKeysVerifyNothing(t *testing.T) {
+	t.Parallel()
+
+	key, _ := provider.PlaceholderPublicKey("discord")
+	d, err := provider.New("discord", provider.Options{PublicKeys: []string{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"id":"1","type":1}`)
+	zeroSeed := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	if _, err := d.Verify(discordSigned(zeroSeed, time.Now(), body), body); !errors.Is(err, provider.ErrNoValidSignature) {
+		t.Errorf("placeholder Discord key: Verify error %v, want %v", err, provider.ErrNoValidSignature)
 	}
 }
