@@ -77,7 +77,13 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	}
 
 	// Verification comes before any database call: nothing unverified is written.
-	v, err := ep.Verifier.Verify(r.Header, body)
+	// Schemes that sign the URL as well (Twilio, Square) verify the whole request.
+	var v provider.Verified
+	if rv, ok := ep.Verifier.(provider.RequestVerifier); ok {
+		v, err = rv.VerifyRequest(r, body)
+	} else {
+		v, err = ep.Verifier.Verify(r.Header, body)
+	}
 	if err != nil {
 		d.refuse(w, err)
 		return
@@ -96,8 +102,10 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		}
 	}
 
+	// v.Body is the body as received, except for a scheme whose bodies are not
+	// JSON (Twilio's forms), whose verifier gives the JSON of what it verified.
 	out, conflict, err := i.receive(r.Context(), Event{
-		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
+		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body,
 	})
 	d.conflict = conflict
 	if err == nil {

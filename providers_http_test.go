@@ -69,16 +69,7 @@ func TestEndpoint_EveryProviderRefusesWithoutWriting(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	send := func(path string, body []byte, h http.Header) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+path, bytes.NewReader(body))
-		for k, vs := range h {
-			req.Header[k] = vs
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(hookinbox.OutcomeHeader)
+		return postSigned(t, srv.URL+path, body, h)
 	}
 	for _, pc := range providerCases {
 		body := []byte(pc.body)
@@ -162,4 +153,23 @@ func TestEndpoint_SlackChallengeAnsweredGitHubPingIgnored(t *testing.T) {
 	if rec.Code != 200 || rec.Header().Get(hookinbox.OutcomeHeader) != "ignored" {
 		t.Fatalf("ping answered %d %q, want 200 ignored", rec.Code, rec.Header().Get(hookinbox.OutcomeHeader))
 	}
+}
+
+// postSigned sends body with the headers h to target and returns the status and the
+// outcome header.
+func postSigned(t *testing.T, target string, body []byte, h http.Header) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", target, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get(hookinbox.OutcomeHeader)
 }

@@ -4,9 +4,11 @@
 // tests check them against the providers' own libraries.
 //
 // There is one signer per scheme (Stripe, GitHub, Shopify, Slack, StandardWebhooks,
-// Svix, HMAC), and SignerFor picks one by provider name. Schemes that send the event's
-// id or type in headers have an EventSigner, whose Sign reads them from the body's
-// "id" and "type" and whose SignEvent takes them as arguments.
+// Svix, HMAC, Discord, SendGrid, Twilio, Square, Paddle, Linear, Zoom, GitLab), and
+// SignerFor picks one by provider name. Schemes that send the event's id or type in
+// headers have an EventSigner, whose Sign reads them from the body's "id" and "type"
+// and whose SignEvent takes them as arguments. Schemes that sign the URL (Twilio,
+// Square) have a URLSigner.
 //
 //	req, err := hookinboxtest.NewRequest(srv.URL+"/webhooks/stripe", hookinboxtest.Stripe(secret), body)
 package hookinboxtest
@@ -24,9 +26,16 @@ type Signer interface {
 	Sign(body []byte, at time.Time) (http.Header, error)
 }
 
-// NewRequest returns a POST of body to url, signed now by s, with a JSON content type.
+// NewRequest returns a POST of body to url, signed now by s, with a JSON content
+// type unless the signer sets another (Twilio's forms). A URLSigner signs for url.
 func NewRequest(url string, s Signer, body []byte) (*http.Request, error) {
-	h, err := s.Sign(body, time.Now())
+	var h http.Header
+	var err error
+	if us, ok := s.(URLSigner); ok {
+		h, err = us.SignURL(url, body, time.Now())
+	} else {
+		h, err = s.Sign(body, time.Now())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +45,7 @@ func NewRequest(url string, s Signer, body []byte) (*http.Request, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, vs := range h {
+		req.Header.Del(k)
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

@@ -22,6 +22,14 @@ var signerParams = map[string][]string{
 		"header", "prefix", "algorithm", "encoding", "timestamp_header", "signed_payload",
 		"id_header", "id_field", "type_header", "type_field", "retry_window",
 	},
+	"discord":  nil,
+	"sendgrid": nil,
+	"twilio":   {"public_url"},
+	"square":   {"public_url"},
+	"paddle":   nil,
+	"linear":   nil,
+	"zoom":     nil,
+	"gitlab":   nil,
 }
 
 // Names lists the providers SignerFor knows, sorted: the names a config's provider
@@ -37,10 +45,16 @@ func Names() []string {
 
 // SignerFor returns the signer of the named provider, as `hookinbox send --provider`
 // selects it: stripe, github, shopify, slack, standardwebhooks, svix (Standard
-// Webhooks under svix-* headers) or hmac, with the endpoint's secrets and params.
+// Webhooks under svix-* headers), hmac, discord, sendgrid, twilio, square, paddle,
+// linear, zoom or gitlab, with the endpoint's secrets and params.
 //
-// Schemes that carry several signatures (stripe, standardwebhooks, svix) sign with
-// every secret; the others sign with the first. It refuses no secrets, an empty or
+// For discord and sendgrid, which the provider signs with its private key, the
+// secrets are private keys: discord's in hex (ParseDiscordKey), sendgrid's in
+// base64 DER (ParseSendGridKey). twilio and square sign for the param public_url
+// when it is set.
+//
+// Schemes that carry several signatures (stripe, standardwebhooks, svix, paddle)
+// sign with every secret; the others sign with the first. It refuses no secrets, an empty or
 // blank secret, an unknown param key and, for hmac, a scheme HMAC refuses. Errors
 // never contain a secret.
 func SignerFor(provider string, secrets []string, params map[string]string) (Signer, error) {
@@ -80,6 +94,30 @@ func SignerFor(provider string, secrets []string, params map[string]string) (Sig
 		return StandardWebhooks(secrets...), nil
 	case "svix":
 		return Svix(secrets...), nil
+	case "discord":
+		key, err := ParseDiscordKey(secrets[0])
+		if err != nil {
+			return nil, err
+		}
+		return Discord(key), nil
+	case "sendgrid":
+		key, err := ParseSendGridKey(secrets[0])
+		if err != nil {
+			return nil, err
+		}
+		return SendGrid(key), nil
+	case "twilio":
+		return Twilio(secrets[0], params["public_url"]), nil
+	case "square":
+		return Square(secrets[0], params["public_url"]), nil
+	case "paddle":
+		return Paddle(secrets...), nil
+	case "linear":
+		return Linear(secrets[0]), nil
+	case "zoom":
+		return Zoom(secrets[0]), nil
+	case "gitlab":
+		return GitLab(secrets[0]), nil
 	default: // hmac
 		return HMAC(HMACScheme{
 			Header:          params["header"],

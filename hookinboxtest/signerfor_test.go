@@ -95,6 +95,9 @@ func TestNames_SameAsProviders(t *testing.T) {
 		if name == "standardwebhooks" || name == "svix" {
 			secret = swSecret
 		}
+		if k, ok := privateKeys()[name]; ok {
+			secret = k
+		}
 		var params map[string]string
 		if name == "hmac" {
 			params = map[string]string{"header": "X-Sig"}
@@ -115,7 +118,9 @@ func TestSignerFor_Refuses(t *testing.T) {
 		params   map[string]string
 		wantText string
 	}{
-		{"unknown provider", "gitlab", []string{"k"}, nil, `"gitlab"`},
+		{"unknown provider", "bitbucket", []string{"k"}, nil, `"bitbucket"`},
+		{"discord key not hex", "discord", []string{"k"}, nil, "not hex"},
+		{"sendgrid key not DER", "sendgrid", []string{"aGVsbG8="}, nil, "not a DER ECDSA P-256 key"},
 		{"no secrets", "github", nil, nil, "no secrets"},
 		{"empty secret", "stripe", []string{"whsec_a", " "}, nil, "secret 1 is empty"},
 		{"unknown param", "hmac", []string{"k"}, map[string]string{"header": "X-Sig", "heder": "X"}, `"heder"`},

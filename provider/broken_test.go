@@ -96,16 +96,26 @@ func accepted(v provider.Verifier, cases []rejection) []string {
 func TestRejectionTablesCatchBrokenVerifiers(t *testing.T) {
 	t.Parallel()
 
-	tests := []struct {
-		bug      string
-		verifier provider.Verifier
-		cases    []rejection
-		caughtBy string
-	}{
+	testBrokenCaught(t, []brokenCase{
 		{"prefix-truncated signature accepted", brokenGitHub{secret: testSecret, prefixCompare: true}, githubRejections(), "truncated signature"},
 		{"SHA-1 fallback", brokenGitHub{secret: testSecret, sha1Fallback: true}, githubRejections(), "only the SHA-1 header, validly signed"},
 		{"timestamp checked one way only", brokenSlackOneWay{secret: testSecret}, slackRejections(), "too far in the future"},
-	}
+	})
+}
+
+// brokenCase is a broken verifier, the rejection table it is run against, and the
+// case of the table that exists to catch its bug.
+type brokenCase struct {
+	bug      string
+	verifier provider.Verifier
+	cases    []rejection
+	caughtBy string
+}
+
+// testBrokenCaught checks that each broken verifier accepts the case that exists to
+// catch its bug, so that the table is seen to fail on it.
+func testBrokenCaught(t *testing.T, tests []brokenCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {
 			t.Parallel()

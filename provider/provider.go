@@ -73,7 +73,9 @@ type Verified struct {
 	ID string
 	// Type is the event's type, e.g. "invoice.paid".
 	Type string
-	// Body is the verified body, exactly as received.
+	// Body is the verified body, exactly as received; it is what receivers store.
+	// The one exception is a scheme whose bodies are not JSON: Twilio's form
+	// posts are given as the JSON object of the verified form parameters.
 	Body []byte
 	// SecretIndex is the position, in the verifier's configured secrets, of the secret
 	// whose signature matched. It tells an operator during a rotation whether the old

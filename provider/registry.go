@@ -10,8 +10,14 @@ import (
 // Options are what New needs to build any verifier. Secrets are values, never names of
 // where they came from.
 type Options struct {
-	// Secrets are the endpoint's signing secrets, several during a rotation.
+	// Secrets are the endpoint's signing secrets, several during a rotation. Schemes
+	// signed with the provider's private key (discord, sendgrid) take PublicKeys
+	// instead, and refuse secrets.
 	Secrets []string
+	// PublicKeys are the provider's public keys, for the schemes signed with its
+	// private key (discord, sendgrid); several during a rotation. The other schemes
+	// refuse them.
+	PublicKeys []string
 	// Tolerance bounds the signing timestamp's distance from now, for schemes that
 	// sign one. Zero means DefaultTolerance; negative is an error.
 	Tolerance time.Duration
@@ -50,6 +56,54 @@ var constructors = map[string]func(Options) (Verifier, error){
 	},
 	"standardwebhooks": newStandardWebhooks("standardwebhooks"),
 	"svix":             newStandardWebhooks("svix"),
+	"discord": func(o Options) (Verifier, error) {
+		if err := noParams("discord", o.Params); err != nil {
+			return nil, err
+		}
+		return NewDiscord(DiscordConfig{PublicKeys: o.PublicKeys, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"sendgrid": func(o Options) (Verifier, error) {
+		if err := noParams("sendgrid", o.Params); err != nil {
+			return nil, err
+		}
+		return NewSendGrid(SendGridConfig{PublicKeys: o.PublicKeys, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"twilio": func(o Options) (Verifier, error) {
+		if err := knownParams("twilio", o.Params, "public_url"); err != nil {
+			return nil, err
+		}
+		return NewTwilio(TwilioConfig{Secrets: o.Secrets, PublicURL: o.Params["public_url"]})
+	},
+	"square": func(o Options) (Verifier, error) {
+		if err := knownParams("square", o.Params, "public_url"); err != nil {
+			return nil, err
+		}
+		return NewSquare(SquareConfig{Secrets: o.Secrets, PublicURL: o.Params["public_url"]})
+	},
+	"paddle": func(o Options) (Verifier, error) {
+		if err := noParams("paddle", o.Params); err != nil {
+			return nil, err
+		}
+		return NewPaddle(PaddleConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"linear": func(o Options) (Verifier, error) {
+		if err := noParams("linear", o.Params); err != nil {
+			return nil, err
+		}
+		return NewLinear(LinearConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"zoom": func(o Options) (Verifier, error) {
+		if err := noParams("zoom", o.Params); err != nil {
+			return nil, err
+		}
+		return NewZoom(ZoomConfig{Secrets: o.Secrets, Tolerance: o.Tolerance, NowFunc: o.NowFunc})
+	},
+	"gitlab": func(o Options) (Verifier, error) {
+		if err := noParams("gitlab", o.Params); err != nil {
+			return nil, err
+		}
+		return NewGitLab(GitLabConfig{Secrets: o.Secrets})
+	},
 	"hmac": func(o Options) (Verifier, error) {
 		if err := knownParams("hmac", o.Params, hmacParams...); err != nil {
 			return nil, err
@@ -115,6 +169,14 @@ var hmacParams = []string{
 //	hmac              NewHMAC; params header, prefix, algorithm, encoding,
 //	                  timestamp_header, signed_payload, id_header, id_field,
 //	                  type_header, type_field, retry_window (see HMACConfig)
+//	discord           NewDiscord; PublicKeys, no secrets; no params
+//	sendgrid          NewSendGrid; PublicKeys, no secrets; no params
+//	twilio            NewTwilio; param public_url; Tolerance unused (no timestamp)
+//	square            NewSquare; param public_url; Tolerance unused (no timestamp)
+//	paddle            NewPaddle; no params
+//	linear            NewLinear; no params
+//	zoom              NewZoom; no params
+//	gitlab            NewGitLab; no params; Tolerance unused (no timestamp)
 //
 // svix is an alias, not a provider of its own: Svix sends the Standard Webhooks
 // scheme (under svix-* header names, which the verifier reads as well), so both
@@ -126,12 +188,21 @@ var hmacParams = []string{
 // event processed a second time. Receipts of a svix endpoint are listed, shown and
 // retried under provider standardwebhooks.
 //
+// discord and sendgrid are verified with the provider's public keys (o.PublicKeys)
+// and refuse secrets; every other scheme refuses public keys.
+//
 // An unknown name, an unknown param key and a bad param value are errors that name
 // them; secrets never appear in errors.
 func New(name string, o Options) (Verifier, error) {
 	c, ok := constructors[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q (known: %v)", name, Names())
+	}
+	switch {
+	case TakesPublicKeys(name) && len(o.Secrets) > 0:
+		return nil, fmt.Errorf("provider %s is verified with public keys and takes no secret", name)
+	case !TakesPublicKeys(name) && len(o.PublicKeys) > 0:
+		return nil, fmt.Errorf("provider %s is verified with secrets and takes no public key", name)
 	}
 	return c(o)
 }
@@ -144,6 +215,34 @@ func Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// publicKeysPlaceholders hold, for each scheme that takes public keys instead of
+// secrets, a key its constructor accepts: the schemes listed by TakesPublicKeys.
+var publicKeyPlaceholders = map[string]string{
+	// 32 bytes that are not the encoding of a curve point (y is not below the
+	// field's prime), so that no signature verifies under it, should a
+	// placeholder ever be asked to verify.
+	"discord": "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	// SendGrid's example verification key from its Go library's tests, whose
+	// private key is not published.
+	"sendgrid": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==",
+}
+
+// TakesPublicKeys reports whether the named provider's scheme is signed with the
+// provider's private key, so that an endpoint configures its public keys
+// (Options.PublicKeys) and no secret.
+func TakesPublicKeys(name string) bool {
+	_, ok := publicKeyPlaceholders[name]
+	return ok
+}
+
+// PlaceholderPublicKey returns a public key that the named provider's constructor
+// accepts, for building a verifier whose real keys are not read (operator commands
+// need only its Name and RetryWindow), and false for a provider that takes secrets.
+func PlaceholderPublicKey(name string) (string, bool) {
+	key, ok := publicKeyPlaceholders[name]
+	return key, ok
 }
 
 func noParams(provider string, params map[string]string) error {

@@ -1,11 +1,8 @@
 package provider
 
 import (
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -23,6 +20,9 @@ const (
 	// delivery three times, the last about five minutes after the first attempt.
 	slackRetryWindow = time.Hour
 )
+
+// slackV0 is Slack's v0 scheme under its header names.
+var slackV0 = v0Scheme{scheme: "slack", signatureHeader: slackSignatureHeader, timestampHeader: slackTimestampHeader}
 
 // SlackConfig configures a Slack verifier.
 type SlackConfig struct {
@@ -90,46 +90,8 @@ func (*Slack) RetryWindow() time.Duration { return slackRetryWindow }
 //
 // Errors wrap this package's sentinels and never contain a secret or the body.
 func (s *Slack) Verify(h http.Header, body []byte) (Verified, error) {
-	sig, err := headerValue(h, "slack", slackSignatureHeader, ErrMalformedSignature)
+	index, signedAt, err := slackV0.verify(h, body, s.secrets, s.now(), s.tolerance)
 	if err != nil {
-		return Verified{}, err
-	}
-	ts, err := headerValue(h, "slack", slackTimestampHeader, ErrMalformedSignature)
-	if err != nil {
-		return Verified{}, err
-	}
-	switch {
-	case sig == "":
-		return Verified{}, fmt.Errorf("slack: no %s header: %w", slackSignatureHeader, ErrMissingSignature)
-	case ts == "":
-		return Verified{}, fmt.Errorf("slack: no %s header: %w", slackTimestampHeader, ErrMissingSignature)
-	}
-	signedAt, err := parseTimestampHeader("slack", slackTimestampHeader, ts)
-	if err != nil {
-		return Verified{}, err
-	}
-
-	version, digits, ok := strings.Cut(sig, "=")
-	if !ok {
-		return Verified{}, fmt.Errorf("slack: %s is not version=signature: %w", slackSignatureHeader, ErrMalformedSignature)
-	}
-	if version != "v0" {
-		return Verified{}, fmt.Errorf("slack: %s is not a v0 signature: %w", slackSignatureHeader, ErrNoValidSignature)
-	}
-	mac, err := decodeHexDigest("slack", slackSignatureHeader, digits, sha256.Size)
-	if err != nil {
-		return Verified{}, err
-	}
-
-	// The timestamp is signed as sent, not reformatted: Slack's basestring is built
-	// from the header's text.
-	message := [][]byte{[]byte("v0:"), []byte(ts), []byte(":"), body}
-	index := matchMAC(s.secrets, sha256.New, message, nil, [][]byte{mac})
-	if index < 0 {
-		return Verified{}, fmt.Errorf("slack: signature matches none of %d secrets: %w", len(s.secrets), ErrNoValidSignature)
-	}
-	// After the MAC, so that a tolerance error always means a genuine signature.
-	if err := checkSkew("slack", s.now(), signedAt, s.tolerance); err != nil {
 		return Verified{}, err
 	}
 

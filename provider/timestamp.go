@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 )
@@ -44,6 +45,28 @@ func parseTimestampHeader(scheme, name, value string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s: %s is not a Unix timestamp: %w", scheme, name, ErrMalformedSignature)
 	}
 	return time.Unix(ts, 0).UTC(), nil
+}
+
+// signatureAndTimestamp reads the two headers of a scheme that sends its
+// signature in one and its Unix timestamp in another: both must be present, once,
+// and the timestamp must parse. It returns both as sent, and the signing time.
+func signatureAndTimestamp(h http.Header, scheme, signatureHeader, timestampHeader string) (sig, ts string, signedAt time.Time, err error) {
+	if sig, err = headerValue(h, scheme, signatureHeader, ErrMalformedSignature); err != nil {
+		return "", "", time.Time{}, err
+	}
+	if ts, err = headerValue(h, scheme, timestampHeader, ErrMalformedSignature); err != nil {
+		return "", "", time.Time{}, err
+	}
+	switch {
+	case sig == "":
+		return "", "", time.Time{}, fmt.Errorf("%s: no %s header: %w", scheme, signatureHeader, ErrMissingSignature)
+	case ts == "":
+		return "", "", time.Time{}, fmt.Errorf("%s: no %s header: %w", scheme, timestampHeader, ErrMissingSignature)
+	}
+	if signedAt, err = parseTimestampHeader(scheme, timestampHeader, ts); err != nil {
+		return "", "", time.Time{}, err
+	}
+	return sig, ts, signedAt, nil
 }
 
 // checkSkew refuses a signing time further than tolerance from now, in either

@@ -290,7 +290,7 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, f *benchFlags) error {
 			return usagef("--provider %s: --mode %s uses the billing handler, which takes Stripe's events (other providers: --mode forward or --url)", f.provider, f.mode)
 		}
 	}
-	if _, ok := templates[f.provider]; !ok {
+	if _, ok := templates[f.provider]; !ok || notBenched[f.provider] {
 		return usagef("--provider %s: want one of %s", f.provider, strings.Join(flagProviders(), ", "))
 	}
 	if f.databaseURL != "" {
@@ -301,11 +301,20 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, f *benchFlags) error {
 	return nil
 }
 
+// notBenched are the providers send signs for that bench's generator cannot load:
+// its events differ only in the id it writes into one template body, and its
+// in-process server takes a secret. discord and sendgrid take public keys, linear's
+// body carries a signing time that goes stale during a run, and twilio and zoom
+// derive their ids from bodies the generator does not vary as they need.
+var notBenched = map[string]bool{"discord": true, "sendgrid": true, "linear": true, "twilio": true, "zoom": true}
+
 // flagProviders lists the providers bench signs for.
 func flagProviders() []string {
 	var names []string
 	for name := range templates {
-		names = append(names, name)
+		if !notBenched[name] {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	return names

@@ -182,7 +182,7 @@ func TestRun_ExitCodes(t *testing.T) {
 		{"send with an empty secret variable", nil, []string{"send", "--secret-env", "NOPE"}, 2, "environment variable NOPE is empty or unset"},
 		{"send --id with several types", nil, []string{"send", "--secret", "s", "--id", "evt_1", "--type", "invoice.paid,invoice.voided"}, 2, "--id names one event"},
 		{"send --file with a template flag", nil, []string{"send", "--secret", "s", "--file", "x.json", "--invoice", "in_1"}, 2, "--invoice shapes a template"},
-		{"send to an unknown provider", nil, []string{"send", "--secret", "s", "--provider", "gitlab"}, 2, `--provider gitlab: unknown provider "gitlab"`},
+		{"send to an unknown provider", nil, []string{"send", "--secret", "s", "--provider", "bitbucket"}, 2, `--provider bitbucket: unknown provider "bitbucket"`},
 		{"send with an option the scheme lacks", nil, []string{"send", "--secret", "s", "--option", "header=X-Sig"}, 2, `takes no option "header"`},
 		{"send --file --id to a scheme that reads the body", nil, []string{"send", "--secret", "s", "--file", "testdata/invoice_paid.json", "--id", "evt_1"}, 2, "stripe takes them from the body"},
 		{"send --file that is not JSON", nil, []string{"send", "--secret", "s", "--file", "cli_test.go"}, 2, "not a JSON object"},

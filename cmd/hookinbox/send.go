@@ -67,8 +67,13 @@ trigger, then print each answer as: EVENT_ID TYPE -> STATUS BODY. Exits 1 if any
 answer was not 2xx (or did not come).
 
 --provider selects the signature scheme: stripe (default), github, shopify, slack,
-standardwebhooks, svix or hmac, with the endpoint's options as --option key=value
-(e.g. --option header=X-Signature --option algorithm=sha256 for hmac).
+standardwebhooks, svix, hmac, discord, sendgrid, twilio, square, paddle, linear, zoom
+or gitlab, with the endpoint's options as --option key=value (e.g. --option
+header=X-Signature --option algorithm=sha256 for hmac; --option public_url=URL for
+twilio and square, to sign for the URL the provider calls rather than --url). For
+discord and sendgrid, which providers sign with their private key, the secret is a
+private key: discord's Ed25519 seed in hex, sendgrid's P-256 key as base64 DER; the
+endpoint is configured with the matching public key.
 
 Events come from a built-in template shaped like the provider's events (--type, one
 event per type) or, with --file, from a JSON file sent byte for byte ("-" reads
@@ -91,6 +96,20 @@ given, and the verifier reads back that id and the type. The templates:
     id in webhook-id or svix-id.
   hmac: the id and type (default invoice.paid) at the endpoint's id_field and
     type_field ("id" and "type"), or in its id_header and type_header.
+  discord: an interaction of the type named (default application_command; ping,
+    message_component, application_command_autocomplete, modal_submit).
+  sendgrid: an array of one event (default delivered), the id in sg_event_id.
+  twilio: a status callback form, the type a resource and status (default
+    message.delivered; call.completed, recording.completed); --id sets the Sid, and
+    the id printed is the one the receiver derives.
+  square: an event notification (default payment.updated), the id in event_id.
+  paddle: a notification (default transaction.completed), the id in event_id.
+  linear: an entity and action (default Issue.create) with webhookTimestamp; the id
+    goes in Linear-Delivery.
+  zoom: an event (default meeting.started); the id printed is the one the receiver
+    derives from the body.
+  gitlab: the payload of the hook named (default "Push Hook"); the id goes in
+    Idempotency-Key and X-Gitlab-Event-UUID.
 
 With --file, schemes that send the event's id and type in headers take them from
 the body's "id" and "type", or from --id and --type.
@@ -123,10 +142,10 @@ order (with several --type values: out-of-order delivery).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "http://127.0.0.1:8080/webhooks/stripe", "endpoint URL")
-	fl.StringVar(&f.provider, "provider", "stripe", "signature scheme: stripe, github, shopify, slack, standardwebhooks, svix or hmac")
+	fl.StringVar(&f.provider, "provider", "stripe", "signature scheme: stripe, github, shopify, slack, standardwebhooks, svix, hmac, discord, sendgrid, twilio, square, paddle, linear, zoom or gitlab")
 	fl.StringToStringVar(&f.options, "option", nil, "scheme option key=value, as in the endpoint's options (repeatable)")
-	fl.StringVar(&f.secret, "secret", "", "signing secret (prefer --secret-env: arguments are visible to other users)")
-	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the signing secret")
+	fl.StringVar(&f.secret, "secret", "", "signing secret, or private key for discord and sendgrid (prefer --secret-env: arguments are visible to other users)")
+	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the signing secret (discord, sendgrid: the private key)")
 	fl.StringSliceVar(&f.types, "type", nil, "event type; repeat or separate with commas for several events (default: the provider's, e.g. invoice.paid for stripe, push for github; with --file: the type header of schemes that send one)")
 	fl.StringVar(&f.id, "id", "", "event id (default a new id in the provider's form per event; only with one --type; with --file: the id header of schemes that send one)")
 	fl.StringVar(&f.invoice, "invoice", "", "invoice id of stripe's invoice.* templates (default a new in_...)")
@@ -247,6 +266,9 @@ func templateEvents(cmd *cobra.Command, f *sendFlags) ([]outgoing, error) {
 			return nil, err
 		}
 		ev := outgoing{id: id, typ: typ, body: body}
+		if tmpl.eventID != nil {
+			ev.id = tmpl.eventID(body)
+		}
 		if signType != typ {
 			ev.signType = signType
 		}
@@ -356,8 +378,9 @@ func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgo
 	return fmt.Sprintf("%s %d %s", prefix, resp.StatusCode, answer), resp.StatusCode >= 200 && resp.StatusCode < 300
 }
 
-// newSignedRequest is hookinboxtest.NewRequest, except that schemes that send the
-// event's id and type in headers get the event's own.
+// newSignedRequest is hookinboxtest.NewRequest (which signs URL-signed schemes for
+// url), except that schemes that send the event's id and type in headers get the
+// event's own.
 func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*http.Request, error) {
 	es, ok := signer.(hookinboxtest.EventSigner)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,7 +37,63 @@ func sendSecret(provider string) string {
 	if s, ok := sendSecrets[provider]; ok {
 		return s
 	}
+	if k, ok := sendPrivateKeys[provider]; ok {
+		return k
+	}
 	return "send_test_secret"
+}
+
+// sendPrivateKeys are the private keys send signs with for the schemes that the
+// provider signs with its private key: discord's Ed25519 seed in hex, sendgrid's
+// P-256 key in base64 DER (SEC 1). Test keys, made for these tests only.
+var sendPrivateKeys = map[string]string{
+	"discord":  "0707070707070707070707070707070707070707070707070707070707070707",
+	"sendgrid": "MHcCAQEEIJdyl4Ia8l7LstB45Osojqip1y2fKgPSxcrYrB6ztUm/oAoGCCqGSM49AwEHoUQDQgAE0zm7wdenhcyd8U+41eVotG+IpCmGMcpq8eAWgN1ePw752K+KIFHuS8F6Mmeu0jgzpm71hwSwQkCyh1C3wtwYiw==",
+}
+
+// sendVerifierOptions are the options of the endpoint that send's events for
+// provider go to: its secret, or the public key of send's private key.
+func sendVerifierOptions(t *testing.T, name string, params map[string]string) provider.Options {
+	t.Helper()
+	if k, ok := sendPrivateKeys[name]; ok {
+		return provider.Options{PublicKeys: []string{publicKeyOf(t, name, k)}, Params: params}
+	}
+	return provider.Options{Secrets: []string{sendSecret(name)}, Params: params}
+}
+
+// publicKeyOf returns the public key, in the form an endpoint's public_keys take,
+// of one of sendPrivateKeys.
+func publicKeyOf(t testing.TB, name, private string) string {
+	t.Helper()
+	switch name {
+	case "discord":
+		k, err := hookinboxtest.ParseDiscordKey(private)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hookinboxtest.DiscordPublicKey(k)
+	default:
+		k, err := hookinboxtest.ParseSendGridKey(private)
+		if err != nil {
+			t.Fatal(err)
+		}
+		public, err := hookinboxtest.SendGridPublicKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return public
+	}
+}
+
+// verifySent verifies what send sent with v, through the whole request for the
+// schemes that sign the URL.
+func verifySent(v provider.Verifier, req *http.Request, body []byte) (provider.Verified, error) {
+	if rv, ok := v.(provider.RequestVerifier); ok {
+		r := httptest.NewRequest(req.Method, req.URL.String(), nil)
+		r.Header = req.Header
+		return rv.VerifyRequest(r, body)
+	}
+	return v.Verify(req.Header, body)
 }
 
 // prepared runs send's command line up to the point of sending and returns the events
@@ -126,6 +183,24 @@ var sendCases = []sendCase{
 		"header": "X-Signature", "algorithm": "sha512", "encoding": "base64", "id_header": "X-Event-Id",
 		"type_header": "X-Event-Type", "timestamp_header": "X-Timestamp", "signed_payload": "{id}.{timestamp}.{body}",
 	}},
+	{name: "discord default", provider: "discord"},
+	{name: "discord types", provider: "discord", types: []string{"message_component", "modal_submit"}},
+	{name: "sendgrid default", provider: "sendgrid"},
+	{name: "sendgrid types", provider: "sendgrid", types: []string{"open", "bounce"}, id: ""},
+	{name: "twilio default", provider: "twilio"},
+	{name: "twilio types", provider: "twilio", types: []string{"call.completed", "recording.completed"}},
+	{name: "twilio behind a proxy", provider: "twilio", options: map[string]string{"public_url": "http://127.0.0.1:1/webhooks"}},
+	{name: "square default", provider: "square"},
+	{name: "square with id", provider: "square", types: []string{"refund.created"}, id: "0b4e3f2a-cc78-11e3-81ab-4c9367dc0958"},
+	{name: "paddle default", provider: "paddle"},
+	{name: "paddle types", provider: "paddle", types: []string{"subscription.created", "customer.updated"}},
+	{name: "linear default", provider: "linear"},
+	{name: "linear types", provider: "linear", types: []string{"Comment.create", "Issue.remove"}},
+	{name: "zoom default", provider: "zoom"},
+	{name: "zoom types", provider: "zoom", types: []string{"meeting.ended", "recording.completed"}},
+	{name: "gitlab default", provider: "gitlab"},
+	{name: "gitlab types", provider: "gitlab", types: []string{"Merge Request Hook", "Pipeline Hook"}},
+	{name: "gitlab with id", provider: "gitlab", types: []string{"Push Hook"}, id: "d1b7a7c5-0f38-4f3c-9b55-0b8b6f2c6a11"},
 }
 
 // defaultIDForm is the form of the ids each template makes.
@@ -137,6 +212,14 @@ var defaultIDForm = map[string]*regexp.Regexp{
 	"standardwebhooks": regexp.MustCompile(`^msg_[0-9A-Za-z]{27}$`),
 	"svix":             regexp.MustCompile(`^msg_[0-9A-Za-z]{27}$`),
 	"hmac":             regexp.MustCompile(`^evt_[0-9A-Za-z]{24}$`),
+	"discord":          regexp.MustCompile(`^[0-9]{19}$`),
+	"sendgrid":         regexp.MustCompile(`^[0-9A-Za-z]{22}$`),
+	"twilio":           regexp.MustCompile(`^(SM|CA|RE)[0-9a-f]{32}:[0-9a-f]{32}$`),
+	"square":           regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`),
+	"paddle":           regexp.MustCompile(`^evt_[0-9a-z]{26}$`),
+	"linear":           regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`),
+	"zoom":             regexp.MustCompile(`^[a-z.]+:[0-9]{13}:[0-9a-f]{32}$`),
+	"gitlab":           regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`),
 }
 
 // TestSendTemplates_VerifiedByEveryProvider builds the events send would send for
@@ -170,7 +253,7 @@ func TestSendTemplates_VerifiedByEveryProvider(t *testing.T) {
 			if len(events) != len(wantTypes) {
 				t.Fatalf("%d events for types %v", len(events), wantTypes)
 			}
-			v, err := provider.New(c.provider, provider.Options{Secrets: []string{sendSecret(c.provider)}, Params: c.options})
+			v, err := provider.New(c.provider, sendVerifierOptions(t, c.provider, c.options))
 			if err != nil {
 				t.Fatalf("provider.New: %v", err)
 			}
@@ -185,7 +268,7 @@ func TestSendTemplates_VerifiedByEveryProvider(t *testing.T) {
 					t.Errorf("event %d has id %q, not of the form %s", i, ev.id, defaultIDForm[c.provider])
 				}
 				req, body := signed(t, signer, ev)
-				got, err := v.Verify(req.Header, body)
+				got, err := verifySent(v, req, body)
 				if err != nil {
 					t.Errorf("%s %s: Verify: %v\nheaders %v\nbody %s", ev.id, ev.typ, err, req.Header, body)
 					continue
@@ -193,8 +276,9 @@ func TestSendTemplates_VerifiedByEveryProvider(t *testing.T) {
 				if got.ID != ev.id || got.Type != ev.typ {
 					t.Errorf("Verify read id %q, type %q; send sent %q, %q", got.ID, got.Type, ev.id, ev.typ)
 				}
+				// What is stored: Twilio's form as the JSON of its parameters.
 				var fields map[string]any
-				if err := json.Unmarshal(body, &fields); err != nil {
+				if err := json.Unmarshal(got.Body, &fields); err != nil && c.provider != "sendgrid" {
 					t.Fatalf("body is not a JSON object: %v", err)
 				}
 				if _, stripeShaped := fields["pending_webhooks"]; stripeShaped != (c.provider == "stripe") {
@@ -381,6 +465,9 @@ func TestSend_TemplatesThroughServe(t *testing.T) {
 		"stripe": {"invoice.created", "customer.created"}, "github": {"push", "issues.opened"},
 		"shopify": {"orders/create", "products/update"}, "slack": {"app_mention", "message"},
 		"standardwebhooks": {"user.created"}, "svix": {"invoice.paid", "contact.created"}, "hmac": {"thing.done"},
+		"discord": {"application_command"}, "sendgrid": {"delivered", "open"}, "twilio": {"message.delivered", "call.completed"},
+		"square": {"payment.updated"}, "paddle": {"transaction.completed"}, "linear": {"Issue.create", "Comment.update"},
+		"zoom": {"meeting.started"}, "gitlab": {"Push Hook", "Merge Request Hook"},
 	}
 	hmacOptions := map[string]string{"header": "X-Signature", "id_field": "data.id", "type_field": "kind"}
 	var config strings.Builder
@@ -389,7 +476,11 @@ func TestSend_TemplatesThroughServe(t *testing.T) {
 	for _, name := range provider.Names() {
 		v := "E2E_SEND_" + strings.ToUpper(name)
 		vars = append(vars, v+"="+sendSecret(name))
-		fmt.Fprintf(&config, "  - {name: %s, path: /%s, provider: %s, secrets_env: [%s], handler: none", name, name, name, v)
+		keys := "secrets_env: [" + v + "]"
+		if k, ok := sendPrivateKeys[name]; ok {
+			keys = "public_keys: [\"" + publicKeyOf(t, name, k) + "\"]"
+		}
+		fmt.Fprintf(&config, "  - {name: %s, path: /%s, provider: %s, %s, handler: none", name, name, name, keys)
 		if name == "hmac" {
 			config.WriteString(", options: {header: X-Signature, id_field: data.id, type_field: kind}")
 		}

@@ -37,6 +37,9 @@ type eventTemplate struct {
 	// schemes that send the type in a header: the type itself, except for github,
 	// whose X-GitHub-Event is the type before the action.
 	build func(e templateEvent, at time.Time) (body []byte, signType string, err error)
+	// eventID, when set, is the id the provider's verifier derives from a body, for
+	// schemes that send none (twilio, zoom): send prints it.
+	eventID func(body []byte) string
 }
 
 // templates has one template per provider name that send signs for.

@@ -243,7 +243,9 @@ type Endpoint struct {
 
 	// SecretSources say where each secret came from ("env STRIPE_WEBHOOK_SECRET",
 	// "file /run/secrets/stripe"), in the order of the verifier's secret indexes.
-	// They never hold a secret.
+	// They never hold a secret. For a provider verified with public keys they say
+	// where each key came from ("config public_keys[0]", "env DISCORD_PUBLIC_KEY"),
+	// in the order of the key indexes.
 	SecretSources []string
 
 	// Verifier checks the endpoint's signatures. When Load ran without

@@ -31,16 +31,21 @@ type fileConfig struct {
 }
 
 type fileEndpoint struct {
-	Name         string            `yaml:"name"`
-	Path         string            `yaml:"path"`
-	Provider     string            `yaml:"provider"`
-	SecretsEnv   stringList        `yaml:"secrets_env"`
-	SecretsFile  stringList        `yaml:"secrets_file"`
-	Mode         string            `yaml:"mode"`
-	Handler      string            `yaml:"handler"`
-	Tolerance    *string           `yaml:"tolerance"`
-	Options      map[string]string `yaml:"options"`
-	MaxBodyBytes *int64            `yaml:"max_body_bytes"`
+	Name        string     `yaml:"name"`
+	Path        string     `yaml:"path"`
+	Provider    string     `yaml:"provider"`
+	SecretsEnv  stringList `yaml:"secrets_env"`
+	SecretsFile stringList `yaml:"secrets_file"`
+	// PublicKeys and PublicKeysEnv are the provider's public keys, for the schemes
+	// signed with its private key (discord, sendgrid). Public keys are not secret,
+	// so they may be written in the file.
+	PublicKeys    stringList        `yaml:"public_keys"`
+	PublicKeysEnv stringList        `yaml:"public_keys_env"`
+	Mode          string            `yaml:"mode"`
+	Handler       string            `yaml:"handler"`
+	Tolerance     *string           `yaml:"tolerance"`
+	Options       map[string]string `yaml:"options"`
+	MaxBodyBytes  *int64            `yaml:"max_body_bytes"`
 
 	// Forward is the forward handler's sink.
 	Forward *fileSink `yaml:"forward"`

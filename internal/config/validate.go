@@ -271,18 +271,28 @@ func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 		ep.MaxBodyBytes = *fe.MaxBodyBytes
 	}
 
-	secrets, sources, err := v.secrets(i, fe)
+	var secrets, publicKeys, sources []string
+	var err error
+	if provider.TakesPublicKeys(ep.Provider) {
+		publicKeys, sources, err = v.publicKeys(i, fe)
+	} else {
+		secrets, sources, err = v.secrets(i, fe)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ep.SecretSources = sources
 	ep.Verifier, err = provider.New(ep.Provider, provider.Options{
-		Secrets: secrets, Tolerance: ep.Tolerance, Params: ep.Options,
+		Secrets: secrets, PublicKeys: publicKeys, Tolerance: ep.Tolerance, Params: ep.Options,
 	})
 	if err != nil {
-		// Name, tolerance and secrets were checked above: what is left is options.
+		// Name, tolerance and secrets were checked above: what is left is options,
+		// or the public keys' values.
 		k := key("options")
-		if len(ep.Options) == 0 {
+		switch {
+		case len(publicKeys) > 0 && strings.Contains(err.Error(), "public key"):
+			k = key("public_keys")
+		case len(ep.Options) == 0:
 			k = fmt.Sprintf("endpoints[%d]", i)
 		}
 		return nil, v.keyError(k, "%s", oneLine(err.Error()))

@@ -1,0 +1,253 @@
+package provider_test
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendgrid/sendgrid-go/helpers/eventwebhook"
+
+	"github.com/hookinbox/hookinbox/provider"
+)
+
+var (
+	sendgridKey      = mustECDSAKey()
+	sendgridOtherKey = mustECDSAKey()
+)
+
+func mustECDSAKey() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// sendgridPublic returns k's public key as SendGrid shows it: base64 DER.
+func sendgridPublic(k *ecdsa.PrivateKey) string {
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
+}
+
+// sendgridBody is one event, as SendGrid posts it: an array, irregular spacing.
+var sendgridBody = []byte(`[{"email": "` + testBodyMarker + `@example.com", "timestamp": 1700000000,
+  "event": "delivered", "sg_event_id": "ZGVsaXZlcmVkLTAtMTIzNDU2", "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"}]`)
+
+func sendgridSignature(k *ecdsa.PrivateKey, ts string, body []byte) string {
+	sum := sha256.Sum256(append([]byte(ts), body...))
+	sig, err := ecdsa.SignASN1(rand.Reader, k, sum[:])
+	if err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(sig)
+}
+
+func sendgridHeader(ts, sig string) http.Header {
+	h := http.Header{}
+	if ts != "" {
+		h.Set("X-Twilio-Email-Event-Webhook-Timestamp", ts)
+	}
+	if sig != "" {
+		h.Set("X-Twilio-Email-Event-Webhook-Signature", sig)
+	}
+	return h
+}
+
+func sendgridSigned(k *ecdsa.PrivateKey, at time.Time, body []byte) http.Header {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	return sendgridHeader(ts, sendgridSignature(k, ts, body))
+}
+
+func newTestSendGrid(t testing.TB, now func() time.Time, keys ...string) *provider.SendGrid {
+	t.Helper()
+	s, err := provider.NewSendGrid(provider.SendGridConfig{PublicKeys: keys, NowFunc: now})
+	if err != nil {
+		t.Fatalf("NewSendGrid: %v", err)
+	}
+	return s
+}
+
+// sendgridGoAccepts reports whether sendgrid-go's eventwebhook.VerifySignature
+// accepts the request. It checks no timestamp.
+func sendgridGoAccepts(h http.Header, body []byte, publicKey string) bool {
+	key, err := eventwebhook.ConvertPublicKeyBase64ToECDSA(publicKey)
+	if err != nil {
+		panic(err)
+	}
+	ok, err := eventwebhook.VerifySignature(key, body, h.Get(eventwebhook.VerificationHTTPHeader), h.Get(eventwebhook.TimestampHTTPHeader))
+	return ok && err == nil
+}
+
+func TestSendGridNameAndRetryWindow(t *testing.T) {
+	t.Parallel()
+
+	var v provider.Verifier = newTestSendGrid(t, fixedNow, sendgridPublic(sendgridKey))
+	if v.Name() != "sendgrid" || v.RetryWindow() != 24*time.Hour {
+		t.Errorf("Name, RetryWindow = %q, %s", v.Name(), v.RetryWindow())
+	}
+}
+
+func TestSendGridVerifies(t *testing.T) {
+	t.Parallel()
+
+	got, err := newTestSendGrid(t, fixedNow, sendgridPublic(sendgridKey)).Verify(sendgridSigned(sendgridKey, testNow, sendgridBody), sendgridBody)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	if got.ID != "ZGVsaXZlcmVkLTAtMTIzNDU2" || got.Type != "delivered" || !bytes.Equal(got.Body, sendgridBody) ||
+		got.SecretIndex != 0 || !got.Timestamp.Equal(testNow) {
+		t.Errorf("Verify = %+v", got)
+	}
+}
+
+// TestSendGridPublishedVector verifies the example that sendgrid-go's own tests
+// verify (helpers/eventwebhook/eventwebhook_test.go: publicKey, signature,
+// timestamp, and the payload of generateTestPayload, which ends in CRLF).
+func TestSendGridPublishedVector(t *testing.T) {
+	t.Parallel()
+
+	const (
+		publicKey = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="
+		signature = "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAbPIqHh89M15TluLtEZtM="
+		timestamp = "1600112502"
+	)
+	payload := []byte(`[{"email":"hello@world.com","event":"dropped","reason":"Bounced Address","sg_event_id":"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA","sg_message_id":"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0","smtp-id":"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid.net>","timestamp":1600112492}]` + "\r\n")
+	s := newTestSendGrid(t, func() time.Time { return time.Unix(1600112502, 0) }, publicKey)
+	got, err := s.Verify(sendgridHeader(timestamp, signature), payload)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	if got.ID != "ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA" || got.Type != "dropped" {
+		t.Errorf("ID, Type = %q, %q", got.ID, got.Type)
+	}
+	if !sendgridGoAccepts(sendgridHeader(timestamp, signature), payload, publicKey) {
+		t.Error("sendgrid-go refuses its own example")
+	}
+}
+
+// TestSendGridAgreesWithSendGridGo cross-checks signature verdicts with
+// sendgrid-go's VerifySignature, on timestamps within the tolerance.
+func TestSendGridAgreesWithSendGridGo(t *testing.T) {
+	t.Parallel()
+
+	public := sendgridPublic(sendgridKey)
+	s := newTestSendGrid(t, fixedNow, public)
+	ts := strconv.FormatInt(testNow.Unix(), 10)
+	good := sendgridSignature(sendgridKey, ts, sendgridBody)
+	tests := []struct {
+		name   string
+		header http.Header
+		body   []byte
+		wantOK bool
+	}{
+		{"good", sendgridHeader(ts, good), sendgridBody, true},
+		{"another signature of the same", sendgridSigned(sendgridKey, testNow, sendgridBody), sendgridBody, true},
+		{"wrong key", sendgridSigned(sendgridOtherKey, testNow, sendgridBody), sendgridBody, false},
+		{"body changed", sendgridHeader(ts, good), oneByteChanged(sendgridBody, testBodyMarker), false},
+		{"body re-serialized", sendgridHeader(ts, good), reserialized(sendgridBody), false},
+		{"other timestamp", sendgridHeader(strconv.FormatInt(testNow.Unix()+1, 10), good), sendgridBody, false},
+		{"truncated", sendgridHeader(ts, good[:len(good)-4]), sendgridBody, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			_, ours := s.Verify(tt.header, tt.body)
+			theirs := sendgridGoAccepts(tt.header, tt.body, public)
+			if (ours == nil) != tt.wantOK || theirs != tt.wantOK {
+				t.Errorf("ours: %v, sendgrid-go: %t, want ok %t", ours, theirs, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestSendGridRejects(t *testing.T) {
+	t.Parallel()
+
+	testRejections(t, newTestSendGrid(t, fixedNow, sendgridPublic(sendgridKey)), sendgridRejections(), testBodyMarker)
+}
+
+func sendgridRejections() []rejection {
+	ts := strconv.FormatInt(testNow.Unix(), 10)
+	good := sendgridSignature(sendgridKey, ts, sendgridBody)
+	h := func(sig string) http.Header { return sendgridHeader(ts, sig) }
+	signedAt := func(at time.Time) http.Header { return sendgridSigned(sendgridKey, at, sendgridBody) }
+	der, _ := base64.StdEncoding.DecodeString(good)
+	return []rejection{
+		{"no header", http.Header{}, sendgridBody, provider.ErrMissingSignature},
+		{"no signature", h(""), sendgridBody, provider.ErrMissingSignature},
+		{"no timestamp", sendgridHeader("", good), sendgridBody, provider.ErrMissingSignature},
+		{"timestamp not a number", sendgridHeader("soon", good), sendgridBody, provider.ErrMalformedSignature},
+		{"wrong key", sendgridSigned(sendgridOtherKey, testNow, sendgridBody), sendgridBody, provider.ErrNoValidSignature},
+		{"not base64", h("!!" + good), sendgridBody, provider.ErrNoValidSignature},
+		{"unpadded base64", h(strings.TrimRight(good, "=") + "x"), sendgridBody, provider.ErrNoValidSignature},
+		{"trailing data after the DER", h(base64.StdEncoding.EncodeToString(append(der, 0))), sendgridBody, provider.ErrNoValidSignature},
+		{"too long", h(strings.Repeat("A", 200)), sendgridBody, provider.ErrNoValidSignature},
+		{"one byte changed in body", h(good), oneByteChanged(sendgridBody, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", h(good), reserialized(sendgridBody), provider.ErrNoValidSignature},
+		{"signature for another timestamp", sendgridHeader(strconv.FormatInt(testNow.Unix()+1, 10), good), sendgridBody, provider.ErrNoValidSignature},
+		{"too old", signedAt(testNow.Add(-provider.DefaultTolerance - time.Second)), sendgridBody, provider.ErrTimestampOutOfTolerance},
+		{"too far in the future", signedAt(testNow.Add(provider.DefaultTolerance + time.Second)), sendgridBody, provider.ErrTimestampOutOfTolerance},
+	}
+}
+
+func TestSendGridRotation(t *testing.T) {
+	t.Parallel()
+
+	s := newTestSendGrid(t, fixedNow, sendgridPublic(sendgridOtherKey), sendgridPublic(sendgridKey))
+	for i, k := range []*ecdsa.PrivateKey{sendgridOtherKey, sendgridKey} {
+		got, err := s.Verify(sendgridSigned(k, testNow, sendgridBody), sendgridBody)
+		if err != nil || got.SecretIndex != i {
+			t.Errorf("key %d: SecretIndex %d, error %v", i, got.SecretIndex, err)
+		}
+	}
+}
+
+// A body of several events is refused, not split: batches are not supported yet.
+func TestSendGridUnparsableEvent(t *testing.T) {
+	t.Parallel()
+
+	s := newTestSendGrid(t, fixedNow, sendgridPublic(sendgridKey))
+	for _, body := range []string{
+		`[]`, `{"event":"delivered","sg_event_id":"x"}`, `[{"event":"delivered"}]`, `[{"sg_event_id":"x"}]`,
+		`[{"event":"delivered","sg_event_id":"a"},{"event":"open","sg_event_id":"b"}]`, `[1]`,
+	} {
+		b := []byte(body)
+		if _, err := s.Verify(sendgridSigned(sendgridKey, testNow, b), b); !errors.Is(err, provider.ErrUnparsableEvent) {
+			t.Errorf("%s: Verify error %v, want %v", body, err, provider.ErrUnparsableEvent)
+		}
+	}
+}
+
+func TestNewSendGridRefusesBadKeys(t *testing.T) {
+	t.Parallel()
+
+	ed := base64.StdEncoding.EncodeToString(mustMarshalPKIX(discordKey.Public()))
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	for _, keys := range [][]string{nil, {""}, {"abcd"}, {sendgridPublic(sendgridKey) + "\n"}, {ed}, {sendgridPublic(p384)}} {
+		if _, err := provider.NewSendGrid(provider.SendGridConfig{PublicKeys: keys}); err == nil {
+			t.Errorf("NewSendGrid(%.20q) accepted", keys)
+		}
+	}
+}
+
+func mustMarshalPKIX(pub any) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		panic(err)
+	}
+	return der
+}
