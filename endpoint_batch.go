@@ -12,7 +12,8 @@ import (
 //
 //	200 {"outcome":"batch","events":3,"outcomes":{"accepted":2,"duplicate":1}}
 //
-// only once every event is committed. When some were not (a handler failed on a sync
+// only once every event is committed; a request of one event is answered as a single
+// delivery is ({"outcome":"processed"}, ...). When some were not (a handler failed on a sync
 // endpoint), it answers 500, and the provider's retry of the whole request finds the
 // committed ones as duplicates.
 func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endpoint, d *delivery, bv provider.BatchVerifier, body []byte) {
@@ -36,11 +37,18 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 		d.failReceive(w, err)
 		return
 	}
+	d.status = http.StatusOK
+	if len(outs) == 1 {
+		d.outcome, d.eventID, d.eventType = outs[0], evs[0].ID, evs[0].Type
+		w.Header().Set(OutcomeHeader, string(outs[0]))
+		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(outs[0])})
+		return
+	}
 	counts := map[Outcome]int{}
 	for _, out := range outs {
 		counts[out]++
 	}
-	d.status, d.outcome = http.StatusOK, OutcomeBatch
+	d.outcome = OutcomeBatch
 	w.Header().Set(OutcomeHeader, string(OutcomeBatch))
 	writeJSON(w, http.StatusOK, map[string]any{"outcome": OutcomeBatch, "events": len(outs), "outcomes": counts})
 }

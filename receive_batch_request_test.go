@@ -3,7 +3,10 @@ package hookinbox_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -295,5 +299,69 @@ func TestBrokenBatchAck_LosesTheFailedEvent(t *testing.T) {
 	t.Parallel()
 	if lost := checkBatchAck(t, ackWhenSomethingCommitted); len(lost) == 0 {
 		t.Fatal("the broken acknowledgement was not caught")
+	}
+}
+
+// SendGrid's event webhook, as SendGrid posts it: several events in one signed POST,
+// each its own receipt under its sg_event_id, one answer; the retry of the POST is all
+// duplicates, and a POST of one event is answered as a single delivery.
+func TestBatchRequest_SendGridEventArrays(t *testing.T) {
+	t.Parallel()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public, err := hookinboxtest.SendGridPublicKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := provider.NewSendGrid(provider.SendGridConfig{PublicKeys: []string{public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testdb.New(t, testdb.Options{MaxConns: 4})
+	ctx := context.Background()
+	inbox, err := hookinbox.New(pgxdriver.New(db.Pool), &hookinbox.Config{
+		Endpoints: []hookinbox.EndpointConfig{{Name: "email", Verifier: v, Mode: hookinbox.ModeAsync}},
+		Logger:    testLoggerTo(t, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inbox.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inbox.Handle("email", "*", func(context.Context, pgx.Tx, hookinbox.Event) error { return nil })
+	srv := httptest.NewServer(inbox.Endpoint("email"))
+	defer srv.Close()
+	post := func(body string) (int, map[string]any) {
+		t.Helper()
+		req, err := hookinboxtest.NewRequest(srv.URL, hookinboxtest.SendGrid(key), []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ans map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&ans)
+		return resp.StatusCode, ans
+	}
+	events := `[{"event":"processed","sg_event_id":"sg-1","email":"` + payloadMarker + `@example.com"},
+ {"event":"delivered","sg_event_id":"sg-2"},{"event":"open","sg_event_id":"sg-3"}]`
+	if status, ans := post(events); status != 200 || ans["outcome"] != "batch" || ans["events"] != float64(3) {
+		t.Fatalf("the POST of 3: %d %v", status, ans)
+	}
+	if status, ans := post(events); status != 200 || ans["outcomes"].(map[string]any)["duplicate"] != float64(3) {
+		t.Fatalf("its retry: %d %v, want 3 duplicates", status, ans)
+	}
+	if status, ans := post(`[{"event":"click","sg_event_id":"sg-4"}]`); status != 200 || ans["outcome"] != "accepted" {
+		t.Fatalf("a POST of one: %d %v, want accepted", status, ans)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_inbox WHERE provider = 'sendgrid' AND payload ? 'sg_event_id'`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("%d receipts, each the event's own JSON, want 4 (%v)", n, err)
 	}
 }

@@ -46,16 +46,19 @@ type SendGridConfig struct {
 // SendGrid verifies the ECDSA signatures of SendGrid's signed Event Webhook. It is
 // safe for concurrent use.
 //
-// SendGrid posts a JSON array of events and may put several in one POST. Only a
-// body of one event is accepted for now; a body of several is refused (400), which
-// SendGrid retries.
+// SendGrid posts a JSON array of events and may put several in one POST: it is a
+// BatchVerifier, and each event of the array becomes its own receipt, keyed by its
+// sg_event_id, all committed together (see hookinbox's Inbox.ReceiveBatch).
 type SendGrid struct {
 	keys      []*ecdsa.PublicKey
 	tolerance time.Duration
 	now       func() time.Time
 }
 
-var _ Verifier = (*SendGrid)(nil)
+var (
+	_ Verifier      = (*SendGrid)(nil)
+	_ BatchVerifier = (*SendGrid)(nil)
+)
 
 // NewSendGrid returns a SendGrid verifier, or an error if cfg has no public key, a
 // key that is not base64 DER of a P-256 key, or a negative tolerance.
@@ -84,22 +87,67 @@ func (*SendGrid) RetryWindow() time.Duration { return sendgridRetryWindow }
 // now. SecretIndex is the position of the public key that verified.
 //
 // The body must be a JSON array of exactly one event: the id is its "sg_event_id",
-// the type its "event" (e.g. "delivered", "bounce").
+// the type its "event" (e.g. "delivered", "bounce"). VerifyBatch takes any number.
 //
 // Errors wrap this package's sentinels and never contain the body.
 func (s *SendGrid) Verify(h http.Header, body []byte) (Verified, error) {
-	sig, ts, signedAt, err := signatureAndTimestamp(h, "sendgrid", sendgridSignatureHeader, sendgridTimestampHeader)
+	index, signedAt, err := s.verifySignature(h, body)
 	if err != nil {
 		return Verified{}, err
 	}
+	id, typ, err := sendgridEvent(body)
+	if err != nil {
+		return Verified{}, err
+	}
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+}
+
+// VerifyBatch checks the POST's signature as Verify does, once, and returns each
+// event of the array with its own sg_event_id, event type and JSON as Body. One item
+// without either refuses the whole POST.
+func (s *SendGrid) VerifyBatch(h http.Header, body []byte) ([]Verified, error) {
+	index, signedAt, err := s.verifySignature(h, body)
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		return nil, fmt.Errorf("sendgrid: body is not a JSON array of events: %w", ErrUnparsableEvent)
+	}
+	out := make([]Verified, len(items))
+	for k, item := range items {
+		fields, err := eventObject("sendgrid", item)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", k, err)
+		}
+		id, err := eventString("sendgrid", fields, "sg_event_id", false)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", k, err)
+		}
+		typ, err := eventString("sendgrid", fields, "event", false)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", k, err)
+		}
+		out[k] = Verified{ID: id, Type: typ, Body: item, SecretIndex: index, Timestamp: signedAt}
+	}
+	return out, nil
+}
+
+// verifySignature checks the signature and the timestamp and returns the position of
+// the public key that verified and the signing time.
+func (s *SendGrid) verifySignature(h http.Header, body []byte) (int, time.Time, error) {
+	sig, ts, signedAt, err := signatureAndTimestamp(h, "sendgrid", sendgridSignatureHeader, sendgridTimestampHeader)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
 	if len(sig) > maxECDSASignatureLen {
-		return Verified{}, fmt.Errorf("sendgrid: %s is %d characters, longer than any P-256 signature: %w",
+		return 0, time.Time{}, fmt.Errorf("sendgrid: %s is %d characters, longer than any P-256 signature: %w",
 			sendgridSignatureHeader, len(sig), ErrNoValidSignature)
 	}
 	// Strict: only the canonical encoding, as with every base64 signature here.
 	der, err := base64.StdEncoding.Strict().DecodeString(sig)
 	if err != nil {
-		return Verified{}, fmt.Errorf("sendgrid: %s is not standard base64: %w", sendgridSignatureHeader, ErrNoValidSignature)
+		return 0, time.Time{}, fmt.Errorf("sendgrid: %s is not standard base64: %w", sendgridSignatureHeader, ErrNoValidSignature)
 	}
 
 	digest := sha256.New()
@@ -115,17 +163,12 @@ func (s *SendGrid) Verify(h http.Header, body []byte) (Verified, error) {
 		}
 	}
 	if index < 0 {
-		return Verified{}, fmt.Errorf("sendgrid: signature matches none of %d public keys: %w", len(s.keys), ErrNoValidSignature)
+		return 0, time.Time{}, fmt.Errorf("sendgrid: signature matches none of %d public keys: %w", len(s.keys), ErrNoValidSignature)
 	}
 	if err := checkSkew("sendgrid", s.now(), signedAt, s.tolerance); err != nil {
-		return Verified{}, err
+		return 0, time.Time{}, err
 	}
-
-	id, typ, err := sendgridEvent(body)
-	if err != nil {
-		return Verified{}, err
-	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return index, signedAt, nil
 }
 
 // sendgridEvent extracts the id and type of a verified body of one event.

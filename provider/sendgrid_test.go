@@ -216,7 +216,7 @@ func TestSendGridRotation(t *testing.T) {
 	}
 }
 
-// A body of several events is refused, not split: batches are not supported yet.
+// Verify takes a body of one event; a body of several is VerifyBatch's.
 func TestSendGridUnparsableEvent(t *testing.T) {
 	t.Parallel()
 
@@ -250,4 +250,33 @@ func mustMarshalPKIX(pub any) []byte {
 		panic(err)
 	}
 	return der
+}
+
+// VerifyBatch checks the signature once and returns each event of the array with its
+// own id, type and JSON; one unusable item, or a tampered body, refuses the POST.
+func TestSendGridVerifyBatch(t *testing.T) {
+	t.Parallel()
+
+	s := newTestSendGrid(t, fixedNow, sendgridPublic(sendgridKey))
+	body := []byte(`[{"event":"delivered","sg_event_id":"a","email":"x@example.com"},{"event":"open","sg_event_id":"b"}, {"event":"bounce","sg_event_id":"c"}]`)
+	got, err := s.VerifyBatch(sendgridSigned(sendgridKey, testNow, body), body)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("VerifyBatch: %d events, %v", len(got), err)
+	}
+	if got[0].ID != "a" || got[0].Type != "delivered" || string(got[0].Body) != `{"event":"delivered","sg_event_id":"a","email":"x@example.com"}` ||
+		got[2].ID != "c" || got[2].Type != "bounce" {
+		t.Fatalf("events %+v", got)
+	}
+	if empty, err := s.VerifyBatch(sendgridSigned(sendgridKey, testNow, []byte(`[]`)), []byte(`[]`)); err != nil || len(empty) != 0 {
+		t.Fatalf("an empty array: %v, %v", empty, err)
+	}
+	bad := []byte(`[{"event":"delivered","sg_event_id":"a"},{"event":"open"}]`)
+	if _, err := s.VerifyBatch(sendgridSigned(sendgridKey, testNow, bad), bad); !errors.Is(err, provider.ErrUnparsableEvent) {
+		t.Fatalf("an item with no id: %v", err)
+	}
+	tampered := append([]byte(nil), body...)
+	tampered[len(tampered)-3] = 'd'
+	if _, err := s.VerifyBatch(sendgridSigned(sendgridKey, testNow, body), tampered); !errors.Is(err, provider.ErrNoValidSignature) {
+		t.Fatalf("a tampered body: %v", err)
+	}
 }
