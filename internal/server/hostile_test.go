@@ -459,7 +459,7 @@ func hostileKinds() []hostileKind {
 			}
 			return request("POST", "/webhooks/stripe", hs, valid)
 		}),
-		simple("request line of 100 KiB", "431|414", func(*testing.T) []byte {
+		simple("request line of 100 KiB", "431", func(*testing.T) []byte {
 			return request("POST", "/webhooks/stripe?"+strings.Repeat("q", 100<<10), stripeSigned(valid, now()), valid)
 		}),
 		simple("signature header over the verifier's 8 KiB", "400", func(*testing.T) []byte {
@@ -606,8 +606,8 @@ func hostileKinds() []hostileKind {
 			return []byte("POST /webhooks/stripe HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
 		}),
 		simple("not HTTP at all", "400", func(*testing.T) []byte { return []byte("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 hello\r\n\r\n") }),
-		simple("HTTP/2 preface without h2c", "505|400|closed", func(*testing.T) []byte { return []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") }),
-		simple("unsupported HTTP version", "505|400", func(*testing.T) []byte {
+		simple("HTTP/2 preface without h2c", "400", func(*testing.T) []byte { return []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") }),
+		simple("unsupported HTTP version", "505", func(*testing.T) []byte {
 			return []byte("POST /webhooks/stripe HTTP/3.7\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
 		}),
 	}
@@ -628,7 +628,7 @@ func hostileKinds() []hostileKind {
 		path := p
 		want := "404"
 		if strings.Contains(path, "..") || strings.HasPrefix(path, "//") {
-			want = "301|307|308" // the mux redirects to the clean path; nothing is read
+			want = "307" // the mux redirects to the clean path, where the signature is checked
 		}
 		kinds = append(kinds, simple("POST "+path+" (not an endpoint), signed", want, func(*testing.T) []byte {
 			return request("POST", path, stripeSigned(valid, now()), valid)
@@ -648,6 +648,7 @@ func TestHostile_EveryKindAnsweredAndNothingWritten(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			before := h.rows(t)
 			got := k.send(t, h)
+			t.Logf("answered %s", got)
 			if !strings.Contains("|"+k.want+"|", "|"+got+"|") {
 				t.Errorf("answered %s, want %s", got, k.want)
 			}
