@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/internal/reqcheck"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -61,7 +62,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		d.fail(w, http.StatusMethodNotAllowed, "method", "method not allowed", nil)
 		return
 	}
-	if reason := checkRepresentation(r.Header); reason != "" {
+	if reason := reqcheck.Representation(r.Header); reason != "" {
 		d.fail(w, http.StatusUnsupportedMediaType, "media_type", reason, nil)
 		return
 	}
@@ -102,7 +103,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	}
 	// JSON is UTF-8 (RFC 8259), and an id or type with control characters is no
 	// provider's: refused here, whatever the store would make of them.
-	if !validKeyText(v.ID) || !validKeyText(v.Type) {
+	if !reqcheck.KeyText(v.ID) || !reqcheck.KeyText(v.Type) {
 		d.fail(w, http.StatusBadRequest, "invalid_event", "event id or type is not printable UTF-8", nil)
 		return
 	}
