@@ -722,6 +722,9 @@ func TestHostile_ConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 	if got := h.exchange(t, raw); got != "closed" {
 		t.Errorf("connection %d answered %s, want closed", limit+1, got)
 	}
+	if !strings.Contains(h.logs.String(), "connection limit reached") {
+		t.Errorf("the refusal was not logged")
+	}
 	for _, c := range held {
 		_ = c.Close()
 	}

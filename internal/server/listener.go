@@ -1,10 +1,16 @@
 package server
 
 import (
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// limitLogEvery spaces the log lines of refused connections: a flood must not
+// become a flood of logs.
+const limitLogEvery = time.Minute
 
 // limitListener accepts every connection but keeps at most max open: one beyond it is
 // closed at once, before a byte is read. Unlike a listener that stops accepting at
@@ -14,13 +20,17 @@ import (
 // of idle ones drains by itself.
 type limitListener struct {
 	net.Listener
-	max     int64
-	open    atomic.Int64
+	max    int64
+	logger *slog.Logger
+	open   atomic.Int64
+
+	// Refused connections since the last log line, and when it was written.
 	refused atomic.Int64
+	logged  atomic.Int64 // Unix nanoseconds
 }
 
-func newLimitListener(ln net.Listener, max int) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max)}
+func newLimitListener(ln net.Listener, max int, logger *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, max: int64(max), logger: logger}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -31,7 +41,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
-			l.refused.Add(1)
+			l.noteRefused()
 			_ = c.Close()
 			continue
 		}
@@ -50,4 +60,18 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// noteRefused counts a refused connection and logs the count at most once per
+// limitLogEvery.
+func (l *limitListener) noteRefused() {
+	n := l.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := l.logged.Load()
+	if now-last < int64(limitLogEvery) || !l.logged.CompareAndSwap(last, now) {
+		return
+	}
+	l.refused.Add(-n)
+	l.logger.Warn("hookinbox: connection limit reached; new connections are closed until others end",
+		"max_connections", l.max, "refused", n)
 }

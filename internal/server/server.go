@@ -130,7 +130,9 @@ func (s *Server) Run(ctx context.Context) error {
 		close(workersDone)
 	}()
 	served := make(chan error, 1)
-	go func() { served <- s.srv.Serve(newLimitListener(ln, s.cfg.HTTP.WithDefaults().MaxConnections)) }()
+	go func() {
+		served <- s.srv.Serve(newLimitListener(ln, s.cfg.HTTP.WithDefaults().MaxConnections, s.logger))
+	}()
 
 	select {
 	case err := <-served:
