@@ -46,8 +46,8 @@ const (
 const hostileYAML = `
 listen: 127.0.0.1:0
 http:
-  read_header_timeout: 1s
-  read_timeout: 2s
+  read_header_timeout: 2s
+  read_timeout: 4s
   write_timeout: 20s
   idle_timeout: 2s
   max_connections: %d
@@ -778,7 +778,7 @@ func TestBrokenServerWithoutTimeouts_SlowlorisHoldsTheConnection(t *testing.T) {
 	h := startHostileServer(t, config.DefaultMaxConnections, func(s *Server) {
 		s.srv.ReadHeaderTimeout, s.srv.ReadTimeout = 0, 0
 	})
-	h.guard = 3 * time.Second // three times hostileYAML's read_header_timeout
+	h.guard = 6 * time.Second // three times hostileYAML's read_header_timeout
 	for _, prefix := range []string{"slowloris headers", "connection that never sends a byte"} {
 		if got := kindNamed(t, prefix).send(t, h); got != "open" {
 			t.Errorf("%s: answered %s without timeouts, want the connection still open", prefix, got)
