@@ -250,38 +250,8 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 		err := check.QueryRow(ctx, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`).Scan(&pending)
 		return err == nil && pending == 0
 	})
-	receipts := map[string]int{}
-	rows, err := check.Query(ctx, `SELECT event_id, count(*) FROM hookinbox_inbox WHERE state = 'processed' GROUP BY event_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		receipts[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ledger := map[string]int{}
-	rows, err = check.Query(ctx, `SELECT invoice_id, count(*) FROM ledger_entries GROUP BY invoice_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		ledger[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	receipts := countBy(t, check, `SELECT event_id, count(*) FROM hookinbox_inbox WHERE state = 'processed' GROUP BY event_id`)
+	ledger := countBy(t, check, `SELECT invoice_id, count(*) FROM ledger_entries GROUP BY invoice_id`)
 	var totalReceipts, anomalies int
 	if err := check.QueryRow(ctx, `SELECT (SELECT count(*) FROM hookinbox_inbox), (SELECT count(*) FROM billing_anomalies)`).Scan(&totalReceipts, &anomalies); err != nil {
 		t.Fatal(err)
@@ -344,6 +314,28 @@ func outageSend(client *http.Client, signer hookinboxtest.Signer, url, id string
 	resp.Body.Close()
 	a.status = resp.StatusCode
 	return a
+}
+
+// countBy returns query's counts by key: it selects a key and a count.
+func countBy(t *testing.T, conn *pgx.Conn, query string) map[string]int {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for rows.Next() {
+		var key string
+		var n int
+		if err := rows.Scan(&key, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[key] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
 }
 
 // shell runs a command line of the outage script's, failing the test if it fails.

@@ -93,13 +93,6 @@ func (b *syncBuffer) String() string {
 func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hostileServer {
 	t.Helper()
 	db := testdb.New(t)
-	u, err := url.Parse(testdb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", db.Schema)
-	u.RawQuery = q.Encode()
 	env := map[string]string{"STRIPE_SECRET": hostileStripeSecret, "GITHUB_SECRET": hostileGitHubSecret}
 	cfg, err := config.Parse("hostile.yaml", fmt.Appendf(nil, hostileYAML, maxConns), config.Options{
 		ResolveSecrets: true,
@@ -111,7 +104,7 @@ func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hosti
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	metrics := NewMetrics()
-	b, err := Open(context.Background(), config.Database{Driver: config.DriverPostgres, URL: u.String()}, cfg,
+	b, err := Open(context.Background(), schemaDatabase(t, db), cfg,
 		OpenOptions{Logger: logger, Observer: metrics})
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +256,31 @@ func (h *hostileServer) waitClosed(t *testing.T, c net.Conn, what string) {
 	}
 }
 
+// dribble writes next(0), next(1), ... to c every 100 ms until the returned stop is
+// called or a write fails: a slow client.
+func dribble(c net.Conn, next func(i int) []byte) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, err := c.Write(next(i)); err != nil {
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // header is one header line, in order; a list of them may repeat a name.
 type header struct{ name, value string }
 
@@ -374,50 +392,18 @@ func hostileKinds() []hostileKind {
 		{name: "slowloris headers (a header line every 100 ms, never finished)", want: "closed", send: func(t *testing.T, h *hostileServer) string {
 			c := h.dial(t)
 			fmt.Fprintf(c, "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n")
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					case <-time.After(100 * time.Millisecond):
-					}
-					if _, err := fmt.Fprintf(c, "X-Slow-%d: 1\r\n", i); err != nil {
-						return
-					}
-				}
-			})
+			defer dribble(c, func(i int) []byte { return fmt.Appendf(nil, "X-Slow-%d: 1\r\n", i) })()
 			h.control(t)
-			got := h.answer(t, c)
-			close(stop)
-			wg.Wait()
-			return got
+			return h.answer(t, c)
 		}},
 		{name: "slow body (Content-Length 4096, a byte every 100 ms)", want: "408|closed", send: func(t *testing.T, h *hostileServer) string {
 			c := h.dial(t)
 			hs := append(stripeSigned(valid, now()), header{"Content-Length", "4096"})
 			raw := request("POST", "/webhooks/stripe", hs, nil)
 			_, _ = c.Write(raw)
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(100 * time.Millisecond):
-					}
-					if _, err := c.Write([]byte(" ")); err != nil {
-						return
-					}
-				}
-			})
+			defer dribble(c, func(int) []byte { return []byte(" ") })()
 			h.control(t)
-			got := h.answer(t, c)
-			close(stop)
-			wg.Wait()
-			return got
+			return h.answer(t, c)
 		}},
 		{name: "body that stops half-way and stays open", want: "408|closed", send: func(t *testing.T, h *hostileServer) string {
 			c := h.dial(t)
