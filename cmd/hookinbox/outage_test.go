@@ -198,6 +198,11 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 	down := time.Now()
 	waitFor(t, "/readyz to answer 503", func() bool { code, _ := get(p.url("/readyz")); return code == 503 })
 	notReadyAfter := time.Since(down)
+	// Liveness never depends on the database: an orchestrator must not restart the
+	// process for an outage it cannot fix.
+	if code, body := get(p.url("/healthz")); code != 200 {
+		t.Errorf("/healthz during the outage = %d %s, want 200", code, body)
+	}
 	time.Sleep(outage - min(outage, time.Since(down))) // the outage itself: the database is away this long
 	startAt := time.Now()
 	shell(t, startCmd)

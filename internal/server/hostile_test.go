@@ -697,6 +697,44 @@ func TestHostile_TwoThousandIdleConnectionsAreBoundedAndOthersServed(t *testing.
 	}
 }
 
+// Five hundred slow clients at once, half dribbling headers and half a body, do not
+// stop the server from serving others; each is cut off by its timeout, and nothing
+// is written.
+func TestHostile_FiveHundredSlowClientsAreCutOffAndOthersServed(t *testing.T) {
+	t.Parallel()
+	h := startHostileServer(t, config.DefaultMaxConnections, nil)
+	const n = 500
+	body := stripeBody("evt_hostile_slow_many", "invoice.paid")
+	conns := make([]net.Conn, 0, n)
+	for i := range n {
+		c := h.dial(t)
+		if i%2 == 0 {
+			fmt.Fprintf(c, "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n")
+			defer dribble(c, func(j int) []byte { return fmt.Appendf(nil, "X-Slow-%d: 1\r\n", j) })()
+		} else {
+			_, _ = c.Write(request("POST", "/webhooks/stripe", append(stripeSigned(body, time.Now()), header{"Content-Length", "4096"}), nil))
+			defer dribble(c, func(int) []byte { return []byte(" ") })()
+		}
+		conns = append(conns, c)
+	}
+	for range 3 {
+		h.control(t)
+	}
+	for i, c := range conns {
+		want := "closed"
+		if i%2 == 1 {
+			want = "408"
+		}
+		if got := h.answer(t, c); got != want && got != "closed" {
+			t.Errorf("slow client %d answered %s, want %s", i, got, want)
+		}
+	}
+	h.control(t)
+	if n := h.rows(t); n != 0 {
+		t.Fatalf("%d rows written", n)
+	}
+}
+
 // A connection beyond http.max_connections is closed at once, before anything is
 // read; once the held connections are gone the server serves again.
 func TestHostile_ConnectionsBeyondTheLimitAreClosed(t *testing.T) {
