@@ -88,8 +88,8 @@ func (b *syncBuffer) String() string {
 }
 
 // startHostileServer runs serve's server for hostileYAML on a fresh, migrated schema
-// until the test ends.
-// mutate, when not nil, changes the server before it runs: the broken variants.
+// until the test ends. mutate, when not nil, changes the server before it runs: the
+// broken variants.
 func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hostileServer {
 	t.Helper()
 	db := testdb.New(t)
