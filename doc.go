@@ -54,6 +54,7 @@
 //	200 {"outcome":"accepted"}    async (or hybrid after a handler failure): the receipt is pending
 //	400 / 401                     bad or missing signature, stale or future timestamp, no id or type
 //	405 / 413                     not POST / body over the limit (1 MiB by default)
+//	408 / 415                     body not received in time / not JSON, or compressed
 //	500 / 503                     handler or database failure: rolled back, the provider retries
 //
 // Errors are JSON, {"error":"..."}, naming the reason and never a secret. Every answer

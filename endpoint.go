@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/internal/reqcheck"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -21,9 +24,12 @@ const OutcomeHeader = "Hookinbox-Outcome"
 // receives the event, and answers 2xx only after the receipt is committed:
 //
 //	200 {"outcome":"processed"|"duplicate"|"ignored"|"accepted"}
-//	400 malformed or missing signature, or a verified body with no id or type
+//	400 malformed or missing signature, or a verified body with no id or type, an id
+//	    or type that is not printable UTF-8, or a body that is not UTF-8
 //	401 no valid signature, or a timestamp outside the tolerance
-//	405 not POST; 413 body over the limit
+//	405 not POST; 408 body not received within the server's read timeout
+//	413 body over the limit
+//	415 a Content-Type other than JSON, or a Content-Encoding (never inflated)
 //	500 handler or database failure; 503 database unreachable (both roll back)
 //
 // Errors are JSON, {"error":"..."}, and never contain a secret or internals. Endpoint
@@ -56,6 +62,10 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		d.fail(w, http.StatusMethodNotAllowed, "method", "method not allowed", nil)
 		return
 	}
+	if reason := reqcheck.Representation(r.Header); reason != "" {
+		d.fail(w, http.StatusUnsupportedMediaType, "media_type", reason, nil)
+		return
+	}
 	if r.ContentLength > ep.MaxBodyBytes {
 		d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
 		return
@@ -65,6 +75,13 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+			return
+		}
+		// A body that did not arrive within the server's read timeout (a slow or
+		// stalled sender): the sender may retry, so it is told so.
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			d.fail(w, http.StatusRequestTimeout, "read", "body not received in time", err)
 			return
 		}
 		d.fail(w, http.StatusBadRequest, "read", "error reading body", err)
@@ -86,6 +103,16 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	}
 	if err != nil {
 		d.refuse(w, err)
+		return
+	}
+	// JSON is UTF-8 (RFC 8259), and an id or type with control characters is no
+	// provider's: refused here, whatever the store would make of them.
+	if !reqcheck.KeyText(v.ID) || !reqcheck.KeyText(v.Type) {
+		d.fail(w, http.StatusBadRequest, "invalid_event", "event id or type is not printable UTF-8", nil)
+		return
+	}
+	if !utf8.Valid(body) {
+		d.fail(w, http.StatusBadRequest, "invalid_event", "body is not valid UTF-8", nil)
 		return
 	}
 	d.eventID, d.eventType, d.secretIndex = v.ID, v.Type, v.SecretIndex

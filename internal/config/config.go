@@ -116,6 +116,10 @@ type Config struct {
 	// Defaults to 127.0.0.1:8080.
 	Listen string
 
+	// HTTP bounds what one client can hold of the server: timeouts, header size,
+	// connections (the http block).
+	HTTP HTTP
+
 	// Endpoints are the configured endpoints, in file order.
 	Endpoints []Endpoint
 

@@ -24,6 +24,7 @@ type fileConfig struct {
 	Worker          fileWorker     `yaml:"worker"`
 	GroupCommit     fileGroups     `yaml:"group_commit"`
 	Outbox          fileOutbox     `yaml:"outbox"`
+	HTTP            fileHTTP       `yaml:"http"`
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`

@@ -67,6 +67,9 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if cfg.Outbox, cfg.OutboxSink, err = v.outbox(&fc.Outbox); err != nil {
 		return nil, err
 	}
+	if cfg.HTTP, err = v.http(&fc.HTTP); err != nil {
+		return nil, err
+	}
 	if fc.Roles != nil {
 		if cfg.Roles, err = ParseRoles(fc.Roles); err != nil {
 			return nil, v.keyError("roles", "%s", err.Error())

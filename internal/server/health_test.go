@@ -21,15 +21,7 @@ func openTestBackend(t *testing.T, drv config.DatabaseDriver) *Backend {
 	t.Helper()
 	target := config.Database{Driver: config.DriverSQLite, Path: filepath.Join(t.TempDir(), "hookinbox.db")}
 	if drv == config.DriverPostgres {
-		db := testdb.New(t)
-		u, err := url.Parse(testdb.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", db.Schema)
-		u.RawQuery = q.Encode()
-		target = config.Database{Driver: config.DriverPostgres, URL: u.String()}
+		target = schemaDatabase(t, testdb.New(t))
 	}
 	cfg, err := config.Default(config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
@@ -41,6 +33,19 @@ func openTestBackend(t *testing.T, drv config.DatabaseDriver) *Backend {
 	}
 	t.Cleanup(b.Close)
 	return b
+}
+
+// schemaDatabase is the test server's database with db's schema as search_path.
+func schemaDatabase(t *testing.T, db *testdb.DB) config.Database {
+	t.Helper()
+	u, err := url.Parse(testdb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", db.Schema)
+	u.RawQuery = q.Encode()
+	return config.Database{Driver: config.DriverPostgres, URL: u.String()}
 }
 
 func readyz(t *testing.T, b *Backend) (int, map[string]any) {

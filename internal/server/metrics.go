@@ -57,7 +57,7 @@ func NewMetrics() *Metrics {
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_deliveries_total",
-			Help: "HTTP requests to webhook endpoints, by endpoint, outcome (processed, duplicate, ignored, accepted, or the refusal: method, too_large, read, signature, unauthorized, invalid_event, unavailable, error) and status code.",
+			Help: "HTTP requests to webhook endpoints, by endpoint, outcome (processed, duplicate, ignored, accepted, or the refusal: method, media_type, too_large, read, signature, unauthorized, invalid_event, unavailable, error) and status code.",
 		}, []string{"endpoint", "outcome", "status"}),
 		deliveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookinbox_delivery_duration_seconds",

@@ -14,16 +14,17 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 )
 
-// HTTP server timeouts. They bound what a slow or malicious client can hold: headers
-// must arrive within ReadHeaderTimeout, a body (at most max_body_bytes) within
-// ReadTimeout. WriteTimeout covers the whole request including a sync handler's
-// transaction; if it expires after commit the sender sees an error and its retry is
-// a duplicate, so nothing is applied twice.
+// The default HTTP server timeouts (the config's http block sets them). They bound
+// what a slow or malicious client can hold: headers must arrive within
+// ReadHeaderTimeout, a body (at most max_body_bytes) within ReadTimeout. WriteTimeout
+// covers the whole request including a sync handler's transaction; if it expires
+// after commit the sender sees an error and its retry is a duplicate, so nothing is
+// applied twice.
 const (
-	ReadHeaderTimeout = 5 * time.Second
-	ReadTimeout       = 30 * time.Second
-	WriteTimeout      = 60 * time.Second
-	IdleTimeout       = 2 * time.Minute
+	ReadHeaderTimeout = config.DefaultReadHeaderTimeout
+	ReadTimeout       = config.DefaultReadTimeout
+	WriteTimeout      = config.DefaultWriteTimeout
+	IdleTimeout       = config.DefaultIdleTimeout
 )
 
 // statsCacheFor and statsTimeout bound the cost of a /metrics scrape.
@@ -55,6 +56,7 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	metrics.CollectStats(backend.Operator.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.SetRoles(cfg.Roles.List())
+	limits := cfg.HTTP.WithDefaults()
 	mux := http.NewServeMux()
 	if cfg.Roles.Has(config.RoleReceivers) {
 		for _, ep := range cfg.Endpoints {
@@ -69,10 +71,11 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 		cfg: cfg, backend: backend, logger: logger,
 		srv: &http.Server{
 			Handler:           mux,
-			ReadHeaderTimeout: ReadHeaderTimeout,
-			ReadTimeout:       ReadTimeout,
-			WriteTimeout:      WriteTimeout,
-			IdleTimeout:       IdleTimeout,
+			ReadHeaderTimeout: limits.ReadHeaderTimeout,
+			ReadTimeout:       limits.ReadTimeout,
+			WriteTimeout:      limits.WriteTimeout,
+			IdleTimeout:       limits.IdleTimeout,
+			MaxHeaderBytes:    limits.MaxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
 	}
@@ -136,7 +139,9 @@ func (s *Server) Run(ctx context.Context) error {
 		close(workersDone)
 	}()
 	served := make(chan error, 1)
-	go func() { served <- s.srv.Serve(ln) }()
+	go func() {
+		served <- s.srv.Serve(newLimitListener(ln, s.cfg.HTTP.WithDefaults().MaxConnections, s.logger))
+	}()
 
 	select {
 	case err := <-served:
