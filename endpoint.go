@@ -62,7 +62,11 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		d.fail(w, http.StatusMethodNotAllowed, "method", "method not allowed", nil)
 		return
 	}
-	if reason := reqcheck.Representation(r.Header); reason != "" {
+	var also []string
+	if mt, ok := ep.Verifier.(provider.MediaTyper); ok {
+		also = mt.MediaTypes()
+	}
+	if reason := reqcheck.Representation(r.Header, also); reason != "" {
 		d.fail(w, http.StatusUnsupportedMediaType, "media_type", reason, nil)
 		return
 	}

@@ -67,6 +67,14 @@ type BatchVerifier interface {
 	VerifyBatch(header http.Header, body []byte) ([]Verified, error)
 }
 
+// MediaTyper is implemented by verifiers of schemes whose requests carry bodies other
+// than JSON, such as Twilio's form-encoded callbacks. MediaTypes lists those media
+// types (no parameters, lower case); receivers refuse any other Content-Type than
+// JSON and these before reading the body (415).
+type MediaTyper interface {
+	MediaTypes() []string
+}
+
 // Verified is an event whose signature matched one of the endpoint's secrets.
 type Verified struct {
 	// ID is the provider's unique id of the event or delivery.

@@ -86,6 +86,10 @@ func NewTwilio(cfg TwilioConfig) (*Twilio, error) {
 // Name returns "twilio".
 func (*Twilio) Name() string { return "twilio" }
 
+// MediaTypes returns the form encoding of Twilio's callbacks (their JSON bodies,
+// signed with bodySHA256, are JSON already).
+func (*Twilio) MediaTypes() []string { return []string{"application/x-www-form-urlencoded"} }
+
 // RetryWindow returns one hour: Twilio retries only on request, within minutes.
 func (*Twilio) RetryWindow() time.Duration { return twilioRetryWindow }
 

@@ -15,9 +15,10 @@ import (
 // not be the JSON a provider signs: a Content-Type that names another media type, or
 // a Content-Encoding. A compressed body is never inflated (a gzip bomb costs nothing
 // to refuse), and no provider compresses its webhooks. A request without a
-// Content-Type is accepted: the body must be a JSON object anyway. It returns the
-// reason, "" when the request may be read.
-func Representation(h http.Header) string {
+// Content-Type is accepted: the body must be a JSON object anyway. A scheme whose
+// bodies are not JSON names its media types in also (Twilio's form-encoded
+// callbacks). It returns the reason, "" when the request may be read.
+func Representation(h http.Header, also []string) string {
 	for _, ce := range h.Values("Content-Encoding") {
 		for _, coding := range strings.Split(ce, ",") {
 			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
@@ -36,10 +37,18 @@ func Representation(h http.Header) string {
 	if err != nil {
 		return "malformed Content-Type"
 	}
-	if mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return "content type not supported: want application/json"
+	if mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return ""
 	}
-	return ""
+	for _, other := range also {
+		if mt == other {
+			return ""
+		}
+	}
+	if len(also) > 0 {
+		return "content type not supported: want application/json or " + strings.Join(also, ", ")
+	}
+	return "content type not supported: want application/json"
 }
 
 // KeyText reports whether s, an event's id or type, can be part of a receipt's

@@ -41,7 +41,7 @@ func FuzzRepresentation(f *testing.F) {
 		if contentEncoding != "" {
 			h["Content-Encoding"] = []string{contentEncoding}
 		}
-		if Representation(h) != "" {
+		if Representation(h, nil) != "" {
 			return
 		}
 		for _, c := range strings.Split(contentEncoding, ",") {
