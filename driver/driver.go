@@ -67,8 +67,9 @@ type Executor interface {
 	InboxLockUnprocessed(ctx context.Context, keys []Key) ([]*Receipt, error)
 
 	// InboxMarkProcessed sets the receipts' state to processed, processed_at and the
-	// outcome, and clears last_error.
-	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string) error
+	// outcome, and clears last_error. With by set it also adds each receipt's attempt
+	// to the attempt history, in the same statement.
+	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string, by *AttemptBy) error
 
 	// InboxClaim picks up to Limit of the oldest available pending receipts of the given
 	// endpoints, skipping rows locked by others, counts an attempt on each, stores
@@ -82,9 +83,10 @@ type Executor interface {
 	// many it extended.
 	InboxExtendLease(ctx context.Context, keys []Key, lease time.Duration) (int, error)
 
-	// InboxRecordFailure stores the error of a failed attempt, only while the receipt
-	// is pending: it becomes available again after Delay, or needs review when the
-	// attempt was the last its max_attempts allows.
+	// InboxRecordFailure stores the error of a failed attempt and its fingerprint, only
+	// while the receipt is pending: it becomes available again after Delay, or needs
+	// review when the attempt was the last its max_attempts allows. With By set, the
+	// attempt joins the history in the same statement.
 	InboxRecordFailure(ctx context.Context, params *InboxFailureParams) error
 
 	// InboxNoteDuplicate checks a duplicate delivery's body hash against the receipt's:
@@ -113,6 +115,10 @@ type Executor interface {
 	// OutboxDeletePublished deletes up to Limit messages published before OlderThan
 	// ago, or with DryRun counts them all. Undelivered messages are never deleted.
 	OutboxDeletePublished(ctx context.Context, params *InboxDeleteParams) (int, error)
+
+	// AttemptDeleteOld deletes up to Limit attempt history rows finished before
+	// OlderThan ago, or with DryRun counts them all.
+	AttemptDeleteOld(ctx context.Context, params *InboxDeleteParams) (int, error)
 
 	// EffectDeleteDone deletes up to Limit effects recorded before OlderThan ago, or
 	// with DryRun counts them all. Effects whose call is in progress are never deleted.
