@@ -49,3 +49,8 @@ CREATE INDEX hookinbox_inbox_received_order ON hookinbox_inbox (received_at);
 -- An event's page lists the outbox messages its processing wrote.
 CREATE INDEX hookinbox_outbox_source
     ON hookinbox_outbox (source_provider, source_endpoint, source_event_id);
+
+-- The overview counts what was processed in the last hour or day; rows are processed
+-- in about the order they are written, which is what BRIN needs.
+CREATE INDEX hookinbox_inbox_processed_at
+    ON hookinbox_inbox USING brin (processed_at);

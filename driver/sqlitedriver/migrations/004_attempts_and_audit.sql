@@ -40,3 +40,5 @@ ALTER TABLE hookinbox_inbox ADD COLUMN error_fingerprint TEXT;
 
 CREATE INDEX hookinbox_outbox_source
     ON hookinbox_outbox (source_provider, source_endpoint, source_event_id);
+
+CREATE INDEX hookinbox_inbox_processed_at ON hookinbox_inbox (processed_at);
