@@ -335,3 +335,39 @@ func TestConsole_EventPageShowsAttemptsPayloadAndOutbox(t *testing.T) {
 		}
 	})
 }
+
+// TestConsole_BrokenProtectionsAreCaught turns each protection off and shows that the
+// request its test sends then gets through: the tests above can fail.
+func TestConsole_BrokenProtectionsAreCaught(t *testing.T) {
+	t.Parallel()
+	t.Run("cross-origin", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "postgres")
+		seedReview(t, b, 2, 0)
+		b.console.BreakForTest("cross-origin")
+		c := b.client(t)
+		c.login(operatorToken)
+		form := url.Values{"action": {"retry"}, "endpoint": {"billing"}, "state": {"needs_review"}, "expect": {"2"}}
+		if resp := c.postWith("/console/bulk", form, map[string]string{"Sec-Fetch-Site": "cross-site"}); resp.StatusCode == http.StatusForbidden {
+			t.Fatal("a cross-site POST was refused without the protection: the test would not notice its loss")
+		}
+		if n := groupState(t, b, "evt_nf_", "pending"); n != 2 {
+			t.Fatalf("pending %d after an unprotected cross-site retry, want 2", n)
+		}
+	})
+	t.Run("read-only", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "postgres")
+		seedReview(t, b, 2, 0)
+		b.console.BreakForTest("read-only")
+		c := b.client(t)
+		c.login(readerToken)
+		form := url.Values{"provider": {"stripe"}, "endpoint": {"billing"}, "id": {"evt_nf_0"}}
+		if resp := c.post("/console/event/retry", form); resp.StatusCode == http.StatusForbidden {
+			t.Fatal("a read-only POST was refused without the check")
+		}
+		if n := groupState(t, b, "evt_nf_", "pending"); n != 1 {
+			t.Fatalf("pending %d, want 1", n)
+		}
+	})
+}

@@ -43,6 +43,8 @@ type bundle struct {
 	console *console.Console
 	// count runs a SELECT count(*) (or any one-integer query) on the database.
 	count func(t *testing.T, query string, args ...any) int
+	// exec runs a statement on the database.
+	exec_ func(t *testing.T, query string)
 	// work runs real workers with a failing handler until every pending receipt of
 	// endpoint billing needs review.
 	work func(t *testing.T, fail func(ev hookinbox.Event) error)
@@ -101,6 +103,12 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 			}
 			return n
 		}
+		b.exec_ = func(t *testing.T, q string) {
+			t.Helper()
+			if _, err := db.Pool.Exec(b.ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
 		b.work = func(t *testing.T, fail func(hookinbox.Event) error) { runWorkers(t, b, d, inboxConfig(), fail) }
 	case "sqlite":
 		sdb, err := sqlitedriver.Open(filepath.Join(t.TempDir(), "console.db"))
@@ -120,6 +128,12 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 				t.Fatalf("%s: %v", q, err)
 			}
 			return n
+		}
+		b.exec_ = func(t *testing.T, q string) {
+			t.Helper()
+			if _, err := sdb.ExecContext(b.ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
 		}
 		b.work = func(t *testing.T, fail func(hookinbox.Event) error) { runWorkers(t, b, d, inboxConfig(), fail) }
 	}
@@ -259,4 +273,23 @@ func (c *client) postWith(path string, form url.Values, headers map[string]strin
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp
+}
+
+func execSQL(t *testing.T, b *bundle, q string) {
+	t.Helper()
+	b.exec_(t, q)
+}
+
+// newDefaultConsole serves a console on b's database with the default settings.
+func newDefaultConsole(t *testing.T, b *bundle) *httptest.Server {
+	t.Helper()
+	c, err := console.New(b.exec, console.Config{Tokens: []console.Token{{Name: "alice", Secret: operatorToken}}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", c)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
 }
