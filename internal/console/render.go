@@ -34,7 +34,7 @@ var funcs = template.FuncMap{
 		}
 		return d.Round(time.Second).String()
 	},
-	"ms": func(a, b time.Time) string { return fmt.Sprintf("%.1f ms", float64(b.Sub(a).Microseconds())/1000) },
+	"ms":  func(a, b time.Time) string { return fmt.Sprintf("%.1f ms", float64(b.Sub(a).Microseconds())/1000) },
 	"hex": func(b []byte) string { return fmt.Sprintf("%x", b) },
 }
 

@@ -186,4 +186,3 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, Secure: r.TLS != nil || c.cfg.SecureCookie, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, c.cfg.Path+"/login", http.StatusSeeOther)
 }
-
