@@ -226,6 +226,10 @@ func (o *Operator) RetryNeedsReview(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// Wake calls RetriedFunc, if set: for tools that make receipts available by other
+// means (the operator console's audited retries) and want the workers to look now.
+func (o *Operator) Wake() { o.retried(1) }
+
 func (o *Operator) retried(n int) {
 	if n > 0 && o.config.RetriedFunc != nil {
 		o.config.RetriedFunc()

@@ -26,6 +26,7 @@ type fileConfig struct {
 	Outbox          fileOutbox     `yaml:"outbox"`
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
+	Console         fileConsole    `yaml:"console"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
 	Roles           stringList     `yaml:"roles"`
 }

@@ -49,6 +49,9 @@ type Backend struct {
 	// Database is the store the backend was opened on.
 	Database config.Database
 
+	// Executor runs single statements on the database (the operator console's).
+	Executor driver.Executor
+
 	// PoolMaxConns is the size of the PostgreSQL pool (0 on SQLite).
 	PoolMaxConns int32
 
@@ -178,7 +181,7 @@ func isDir(path string) bool {
 func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(),
 	registerBilling func(*hookinbox.Inbox[TTx], string), cfg *config.Config, opts OpenOptions,
 ) (*Backend, error) {
-	b := &Backend{Database: db, lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
+	b := &Backend{Database: db, Executor: drv.Executor(), lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
 	var err error
 	if opts.Dispatch {
 		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
