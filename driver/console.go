@@ -205,3 +205,9 @@ func AddToSeries(points []*SeriesPoint, kind string, n int, count int64) {
 		points[n].Processed += count
 	}
 }
+
+// Unprocessed reports whether the filter selects only pending or needs-review
+// receipts, which the drivers read through their partial index of unprocessed rows.
+func (f *ReceiptFilter) Unprocessed() bool {
+	return f.State == StatePending || f.State == StateNeedsReview
+}

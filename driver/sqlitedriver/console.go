@@ -69,6 +69,21 @@ SELECT endpoint, coalesce(error_fingerprint, last_error, ''), min(coalesce(last_
    AND (?4 = '' OR state = ?4)
    AND (?5 = '' OR coalesce(error_fingerprint, last_error, '') = ?5)`
 
+	// What a filter on the pending or needs-review state adds, so that the statement
+	// reads the small partial index of unprocessed receipts (whose predicate this
+	// repeats) instead of walking the history by time.
+	sqlConsoleUnprocessed = ` AND state IN ('pending', 'needs_review') AND available_at IS NOT NULL`
+
+	sqlConsoleReceiptsUnprocessed = `
+SELECT ` + sqlReceiptColumns + `
+  FROM hookinbox_inbox
+ WHERE ` + sqlConsoleFilter + sqlConsoleUnprocessed + `
+ ORDER BY received_at DESC, provider DESC, endpoint DESC, event_id DESC
+ LIMIT ?12`
+
+	sqlConsoleCountUnprocessed = `
+SELECT count(*) FROM (SELECT 1 FROM hookinbox_inbox WHERE ` + sqlConsoleFilter + sqlConsoleUnprocessed + ` LIMIT ?12)`
+
 	sqlConsoleReceipts = `
 SELECT ` + sqlReceiptColumns + `
   FROM hookinbox_inbox
@@ -128,7 +143,7 @@ INSERT INTO hookinbox_audit (actor, action, target, rows, note) VALUES (?1, ?2, 
 	// Oldest first, so repeating a capped action works through a large group.
 	sqlConsoleByFilter = `rowid IN (
         SELECT rowid FROM hookinbox_inbox
-         WHERE ` + sqlConsoleFilter + ` AND state IN (SELECT value FROM json_each(?13))
+         WHERE ` + sqlConsoleFilter + sqlConsoleUnprocessed + ` AND state IN (SELECT value FROM json_each(?13))
          ORDER BY received_at
          LIMIT ?12)`
 
@@ -224,7 +239,11 @@ func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter,
 		}
 		rows, err = e.db.QueryContext(ctx, sqlConsoleReceiptsByID, list, f.EventID, limit)
 	} else {
-		rows, err = e.db.QueryContext(ctx, sqlConsoleReceipts, append(filterArgs(f), limit)...)
+		query := sqlConsoleReceipts
+		if f.Unprocessed() {
+			query = sqlConsoleReceiptsUnprocessed
+		}
+		rows, err = e.db.QueryContext(ctx, query, append(filterArgs(f), limit)...)
 	}
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
@@ -238,7 +257,11 @@ func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter,
 
 func (e *executor) ConsoleCountReceipts(ctx context.Context, f *driver.ReceiptFilter, limit int) (int, error) {
 	var n int
-	if err := e.db.QueryRowContext(ctx, sqlConsoleCount, append(filterArgs(f), limit)...).Scan(&n); err != nil {
+	query := sqlConsoleCount
+	if f.Unprocessed() {
+		query = sqlConsoleCountUnprocessed
+	}
+	if err := e.db.QueryRowContext(ctx, query, append(filterArgs(f), limit)...).Scan(&n); err != nil {
 		return 0, translate(fmt.Errorf("error counting receipts: %w", err))
 	}
 	return n, nil
