@@ -29,7 +29,7 @@ func TestConsole_ListsOnAMillionReceiptsAreIndexed(t *testing.T) {
 	}
 	start := time.Now()
 	for _, q := range []string{
-		// 30 days of history, newest last; 1 % pending, 0.5 % needing review with five
+		// 30 days of history, newest last; 0.5 % pending, 0.5 % needing review with five
 		// causes, the rest processed; two endpoints, ten event types.
 		`INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, received_at, available_at,
                                       attempts, max_attempts, last_error, error_fingerprint, processed_at, outcome, state)
