@@ -105,7 +105,8 @@ type InboxFailureParams struct {
 type AttemptBy struct {
 	// Worker names the worker: host, process and worker number.
 	Worker string
-	// StartedAt is when the attempt (for a batch, the batch) began.
+	// StartedAt is when the attempt (for a batch, the batch) began, on this process's
+	// clock; the drivers store it as the database's clock minus the time elapsed.
 	StartedAt time.Time
 }
 

@@ -121,7 +121,7 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, ou
 	providers, endpoints, ids := keyColumns(keys)
 	query, args := sqlInboxMarkProcessed, []any{providers, endpoints, ids, outcome}
 	if by != nil {
-		query, args = sqlInboxMarkProcessedAttempt, append(args, by.StartedAt, by.Worker)
+		query, args = sqlInboxMarkProcessedAttempt, append(args, time.Since(by.StartedAt).Seconds(), by.Worker)
 	}
 	if _, err := e.db.Exec(ctx, query, args...); err != nil {
 		return translate(fmt.Errorf("error marking receipts processed: %w", err))
@@ -156,13 +156,14 @@ func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, leas
 }
 
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
-	var started *time.Time
+	var elapsed *float64
 	var worker string
 	if p.By != nil {
-		started, worker = &p.By.StartedAt, p.By.Worker
+		s := time.Since(p.By.StartedAt).Seconds()
+		elapsed, worker = &s, p.By.Worker
 	}
 	if _, err := e.db.Exec(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Seconds(),
-		driver.ErrorFingerprint(p.Error), started, worker); err != nil {
+		driver.ErrorFingerprint(p.Error), elapsed, worker); err != nil {
 		return translate(fmt.Errorf("error recording failure: %w", err))
 	}
 	return nil

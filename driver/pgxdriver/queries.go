@@ -93,7 +93,7 @@ UPDATE hookinbox_inbox
  WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
 RETURNING provider, endpoint, event_id, attempts)
 INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker)
-SELECT provider, endpoint, event_id, attempts, $5, $6 FROM done`
+SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $5::float8), $6 FROM done`
 
 	// The claim commits on its own, before processing starts, so an attempt is counted
 	// even when the worker dies mid-event; a row that kills every worker therefore stops
@@ -128,9 +128,10 @@ UPDATE hookinbox_inbox
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
 	// limit compares as unknown: the row stays pending).
-	// The attempt joins the history in the same statement (when $7, its start, is
-	// given), with the retry time the update chose; a data-modifying CTE runs whether
-	// or not its rows are used.
+	// The attempt joins the history in the same statement (when $7, how long ago it
+	// started, is given), with the retry time the update chose; a data-modifying CTE
+	// runs whether or not its rows are used. Starts are the database's clock minus the
+	// attempt's elapsed time, so durations never mix two machines' clocks.
 	sqlInboxRecordFailure = `
 WITH failed AS (
 UPDATE hookinbox_inbox
@@ -142,10 +143,10 @@ UPDATE hookinbox_inbox
    AND state = 'pending'
 RETURNING provider, endpoint, event_id, attempts, state, available_at)
 INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker, error, next_retry_at)
-SELECT provider, endpoint, event_id, attempts, $7::timestamptz, $8, $4,
+SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $7::float8), $8, $4,
        CASE WHEN state = 'pending' THEN available_at END
   FROM failed
- WHERE $7::timestamptz IS NOT NULL`
+ WHERE $7::float8 IS NOT NULL`
 
 	// Counts a conflict only when both hashes are known and differ; a matching or
 	// unknown (pre-version-3) hash leaves the row untouched.

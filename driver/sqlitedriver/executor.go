@@ -99,7 +99,7 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, ou
 			}
 			if by != nil {
 				if _, err := q.ExecContext(ctx, sqlAttemptRecord, key.Provider, key.Endpoint, key.EventID,
-					by.StartedAt.UnixMicro(), by.Worker, nil); err != nil {
+					time.Since(by.StartedAt).Microseconds(), by.Worker, nil); err != nil {
 					return err
 				}
 			}
@@ -159,7 +159,7 @@ func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailur
 			return err
 		}
 		_, err = q.ExecContext(ctx, sqlAttemptRecord, p.Provider, p.Endpoint, p.EventID,
-			p.By.StartedAt.UnixMicro(), p.By.Worker, p.Error)
+			time.Since(p.By.StartedAt).Microseconds(), p.By.Worker, p.Error)
 		return err
 	})
 	if err != nil {

@@ -70,10 +70,11 @@ UPDATE hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
 
 	// The attempt history row of an attempt whose end was just recorded on the receipt
-	// (processed, or failed with its retry time), in the same transaction.
+	// (processed, or failed with its retry time), in the same transaction; ?4 is how
+	// many microseconds ago it started.
 	sqlAttemptRecord = `
 INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker, error, next_retry_at)
-SELECT provider, endpoint, event_id, attempts, ?4, ?5, ?6,
+SELECT provider, endpoint, event_id, attempts, ` + now + ` - ?4, ?5, ?6,
        CASE WHEN state = 'pending' THEN available_at END
   FROM hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
