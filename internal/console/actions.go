@@ -26,12 +26,19 @@ func (c *Console) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func note(r *http.Request) (string, error) {
+// note reads an action's note: bounded, and required to resolve (the note is what is
+// kept of why nothing was processed). It answers 400 itself when the note is refused.
+func note(w http.ResponseWriter, r *http.Request, action string) (string, bool) {
 	n := strings.TrimSpace(r.PostForm.Get("note"))
-	if len(n) > maxNote {
-		return "", fmt.Errorf("note: longer than %d bytes", maxNote)
+	switch {
+	case len(n) > maxNote:
+		http.Error(w, fmt.Sprintf("note: longer than %d bytes", maxNote), http.StatusBadRequest)
+		return "", false
+	case action == driver.ActionResolve && n == "":
+		http.Error(w, "note: say why nothing is to be processed", http.StatusBadRequest)
+		return "", false
 	}
-	return n, nil
+	return n, true
 }
 
 // apply carries out an action and logs it; the audit entry is written by the same
@@ -71,13 +78,8 @@ func (c *Console) eventAction(w http.ResponseWriter, r *http.Request, action str
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	n, err := note(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if action == driver.ActionResolve && n == "" {
-		http.Error(w, "note: say why the event is resolved", http.StatusBadRequest)
+	n, ok := note(w, r, action)
+	if !ok {
 		return
 	}
 	if _, ok := c.apply(w, r, &driver.ConsoleAction{Action: action, Target: eventTarget(k), Note: n, Key: &k}); !ok {
@@ -176,13 +178,8 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("expect: the confirmed count, 1 to %d", c.cfg.MaxBulk), http.StatusBadRequest)
 		return
 	}
-	n, err := note(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if action == driver.ActionResolve && n == "" {
-		http.Error(w, "note: say why these events are resolved", http.StatusBadRequest)
+	n, ok := note(w, r, action)
+	if !ok {
 		return
 	}
 	a := &driver.ConsoleAction{

@@ -325,7 +325,7 @@ func TestConsole_CleanupDeletesAttemptHistoryPastRetention(t *testing.T) {
 		if name == "sqlite" {
 			old = `UPDATE hookinbox_attempt SET finished_at = finished_at - 360000000000 WHERE event_id = 'evt_nf_0'`
 		}
-		execSQL(t, b, old)
+		b.run(t, old)
 		res, err := hookinbox.NewOperator(b.exec, nil).Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: 96 * time.Hour})
 		if err != nil {
 			t.Fatal(err)

@@ -43,8 +43,8 @@ type bundle struct {
 	console *console.Console
 	// count runs a SELECT count(*) (or any one-integer query) on the database.
 	count func(t *testing.T, query string, args ...any) int
-	// exec runs a statement on the database.
-	exec_ func(t *testing.T, query string)
+	// run runs a statement on the database.
+	run func(t *testing.T, query string)
 	// work runs real workers with a failing handler until every pending receipt of
 	// endpoint billing needs review.
 	work func(t *testing.T, fail func(ev hookinbox.Event) error)
@@ -103,7 +103,7 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 			}
 			return n
 		}
-		b.exec_ = func(t *testing.T, q string) {
+		b.run = func(t *testing.T, q string) {
 			t.Helper()
 			if _, err := db.Pool.Exec(b.ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -129,7 +129,7 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 			}
 			return n
 		}
-		b.exec_ = func(t *testing.T, q string) {
+		b.run = func(t *testing.T, q string) {
 			t.Helper()
 			if _, err := sdb.ExecContext(b.ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -273,11 +273,6 @@ func (c *client) postWith(path string, form url.Values, headers map[string]strin
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp
-}
-
-func execSQL(t *testing.T, b *bundle, q string) {
-	t.Helper()
-	b.exec_(t, q)
 }
 
 // newDefaultConsole serves a console on b's database with the default settings.
