@@ -264,14 +264,16 @@ type CleanupResult struct {
 	Receipts       int
 	OutboxMessages int
 	Effects        int
-	// Attempts counts rows of the attempt history (hookinbox_attempt).
-	Attempts int
+	// Attempts and Deliveries count rows of the attempt history (hookinbox_attempt)
+	// and of the outbox's delivery history (hookinbox_delivery).
+	Attempts   int
+	Deliveries int
 }
 
 // Cleanup deletes, in batches, what is older than the retention and no longer needed
 // by anything in flight: processed receipts, published outbox messages, recorded
-// effects, and the attempt history (rows of any receipt, finished before the
-// retention). Receipts in any other state, undelivered messages and effects whose call
+// effects, and the attempt and delivery histories (rows of any receipt or message,
+// finished before the retention). Receipts in any other state, undelivered messages and effects whose call
 // is in progress are never deleted. The same retention, at least the providers'
 // retry windows, applies to all three: a receipt is what turns a retry into a
 // duplicate, and a recorded effect what keeps the retry's handler from calling the
@@ -295,6 +297,7 @@ func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (CleanupRe
 		{&res.OutboxMessages, o.exec.OutboxDeletePublished},
 		{&res.Effects, o.exec.EffectDeleteDone},
 		{&res.Attempts, o.exec.AttemptDeleteOld},
+		{&res.Deliveries, o.exec.DeliveryDeleteOld},
 	} {
 		n, err := deleteInBatches(ctx, step.del, params)
 		*step.n = n

@@ -40,6 +40,10 @@ type ConsoleExecutor interface {
 	// ConsoleOutboxGet returns one outbox message, or nil.
 	ConsoleOutboxGet(ctx context.Context, id int64) (*OutboxMessage, error)
 
+	// ConsoleDeliveries returns an outbox message's delivery history, newest first,
+	// at most limit.
+	ConsoleDeliveries(ctx context.Context, outboxID int64, limit int) ([]*Delivery, error)
+
 	// ConsoleAudit returns audit entries, newest first, before beforeID (0: from the
 	// newest), at most limit.
 	ConsoleAudit(ctx context.Context, beforeID int64, limit int) ([]*AuditEntry, error)
@@ -116,6 +120,15 @@ type Attempt struct {
 	StartedAt   time.Time
 	FinishedAt  time.Time
 	Worker      string
+	Error       string
+	NextRetryAt *time.Time
+}
+
+// Delivery is one row of an outbox message's delivery history.
+type Delivery struct {
+	Attempt     int
+	ClaimToken  int64
+	FinishedAt  time.Time
 	Error       string
 	NextRetryAt *time.Time
 }

@@ -120,6 +120,10 @@ type Executor interface {
 	// OlderThan ago, or with DryRun counts them all.
 	AttemptDeleteOld(ctx context.Context, params *InboxDeleteParams) (int, error)
 
+	// DeliveryDeleteOld deletes up to Limit outbox delivery history rows finished
+	// before OlderThan ago, or with DryRun counts them all.
+	DeliveryDeleteOld(ctx context.Context, params *InboxDeleteParams) (int, error)
+
 	// EffectDeleteDone deletes up to Limit effects recorded before OlderThan ago, or
 	// with DryRun counts them all. Effects whose call is in progress are never deleted.
 	EffectDeleteDone(ctx context.Context, params *InboxDeleteParams) (int, error)
@@ -134,11 +138,12 @@ type Executor interface {
 	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*OutboxMessage, error)
 
 	// OutboxMarkPublished marks a message published only if token is still its claim
-	// token. It reports false when a later claim took the message over.
+	// token, and adds the delivery to its history (hookinbox_delivery) with it. It
+	// reports false when a later claim took the message over.
 	OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error)
 
-	// OutboxRecordFailure stores a failed delivery's error, only if ClaimToken is still
-	// its token: the message becomes available after Delay, or needs review when the
+	// OutboxRecordFailure stores a failed delivery's error, and adds it to the
+	// message's delivery history, only if ClaimToken is still its token: the message becomes available after Delay, or needs review when the
 	// attempt was its last.
 	OutboxRecordFailure(ctx context.Context, params *OutboxFailureParams) error
 

@@ -24,7 +24,7 @@ func (a *app) cleanupCommand() *cobra.Command {
 		Short: "Delete processed receipts, published outbox messages and recorded effects older than the retention",
 		Long: `Delete processed receipts, published outbox messages and recorded effects older than
 --older-than (default: retention.processed in the config, else 720h), in batches, and
-the attempt history (the console's per-attempt rows) finished before it.
+the attempt and delivery histories (the console's rows per attempt) finished before it.
 Unprocessed receipts, undelivered messages and effects whose call is in progress are
 never deleted.
 
@@ -52,10 +52,10 @@ arriving after its receipt was deleted would be processed again.
 						olderThan, hookinbox.ErrRetentionTooShort, b.Operator.MinRetention())}
 				}
 				if err != nil {
-					return fmt.Errorf("error cleaning up after %d deletions: %w", res.Receipts+res.OutboxMessages+res.Effects+res.Attempts, err)
+					return fmt.Errorf("error cleaning up after %d deletions: %w", res.Receipts+res.OutboxMessages+res.Effects+res.Attempts+res.Deliveries, err)
 				}
-				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s, and %d attempt history rows",
-					res.Receipts, res.OutboxMessages, res.Effects, olderThan, res.Attempts)
+				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s, and %d attempt and %d delivery history rows",
+					res.Receipts, res.OutboxMessages, res.Effects, olderThan, res.Attempts, res.Deliveries)
 				if dryRun {
 					fmt.Fprintf(a.stdout, "would delete %s (dry run)\n", what)
 				} else {

@@ -239,6 +239,16 @@ DELETE FROM hookinbox_attempt
 SELECT count(*) FROM hookinbox_attempt
  WHERE finished_at < now() - make_interval(secs => $1::float8)`
 
+	sqlDeliveryDeleteOld = `
+DELETE FROM hookinbox_delivery
+ WHERE id IN (SELECT id FROM hookinbox_delivery
+               WHERE finished_at < now() - make_interval(secs => $1::float8)
+               LIMIT $2)`
+
+	sqlDeliveryCountOld = `
+SELECT count(*) FROM hookinbox_delivery
+ WHERE finished_at < now() - make_interval(secs => $1::float8)`
+
 	sqlEffectDeleteDone = `
 DELETE FROM hookinbox_effect
  WHERE key IN (SELECT key FROM hookinbox_effect
@@ -286,17 +296,28 @@ RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
 
 	// The fence: a dispatcher whose lease ran out holds an older token and changes
 	// nothing.
+	// Both add the delivery to the message's history in the same statement, so the
+	// history is written exactly when the fenced result is; the INSERT's count is the
+	// UPDATE's.
 	sqlOutboxMarkPublished = `
+WITH done AS (
 UPDATE hookinbox_outbox
    SET state = 'published', published_at = now(), last_error = NULL
- WHERE id = $1 AND claim_token = $2 AND state = 'pending'`
+ WHERE id = $1 AND claim_token = $2 AND state = 'pending'
+RETURNING id, attempts, claim_token)
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token)
+SELECT id, attempts, claim_token FROM done`
 
 	sqlOutboxRecordFailure = `
+WITH failed AS (
 UPDATE hookinbox_outbox
    SET last_error   = $3,
        available_at = now() + make_interval(secs => $4::float8),
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
- WHERE id = $1 AND claim_token = $2 AND state = 'pending'`
+ WHERE id = $1 AND claim_token = $2 AND state = 'pending'
+RETURNING id, attempts, claim_token, state, available_at)
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, error, next_retry_at)
+SELECT id, attempts, claim_token, $3, CASE WHEN state = 'pending' THEN available_at END FROM failed`
 
 	sqlOutboxList = `
 SELECT ` + sqlOutboxColumns + `

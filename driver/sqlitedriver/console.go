@@ -125,6 +125,13 @@ SELECT ` + sqlOutboxColumns + `
 
 	sqlConsoleOutboxGet = `SELECT ` + sqlOutboxColumns + ` FROM hookinbox_outbox WHERE id = ?1`
 
+	sqlConsoleDeliveries = `
+SELECT attempt, claim_token, finished_at, coalesce(error, ''), next_retry_at
+  FROM hookinbox_delivery
+ WHERE outbox_id = ?1
+ ORDER BY id DESC
+ LIMIT ?2`
+
 	sqlConsoleAudit = `
 SELECT id, at, actor, action, target, rows, coalesce(note, '')
   FROM hookinbox_audit
@@ -321,6 +328,25 @@ func (e *executor) ConsoleOutboxGet(ctx context.Context, id int64) (*driver.Outb
 		return nil, nil
 	}
 	return list[0], nil
+}
+
+func (e *executor) ConsoleDeliveries(ctx context.Context, id int64, limit int) ([]*driver.Delivery, error) {
+	rows, err := e.db.QueryContext(ctx, sqlConsoleDeliveries, id, limit)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error reading deliveries: %w", err))
+	}
+	list, err := collect(rows, func(row scanner) (*driver.Delivery, error) {
+		var d driver.Delivery
+		var finished int64
+		var next sql.NullInt64
+		err := row.Scan(&d.Attempt, &d.ClaimToken, &finished, &d.Error, &next)
+		d.FinishedAt, d.NextRetryAt = fromMicros(finished), fromNullMicros(next)
+		return &d, err
+	})
+	if err != nil {
+		return nil, translate(fmt.Errorf("error reading deliveries: %w", err))
+	}
+	return list, nil
 }
 
 func (e *executor) ConsoleAudit(ctx context.Context, beforeID int64, limit int) ([]*driver.AuditEntry, error) {

@@ -266,6 +266,10 @@ func (e *executor) AttemptDeleteOld(ctx context.Context, p *driver.InboxDeletePa
 	return e.deleteOld(ctx, p, sqlAttemptCountOld, sqlAttemptDeleteOld, "attempt history")
 }
 
+func (e *executor) DeliveryDeleteOld(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlDeliveryCountOld, sqlDeliveryDeleteOld, "delivery history")
+}
+
 func (e *executor) EffectDeleteDone(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
 	return e.deleteOld(ctx, p, sqlEffectCountDone, sqlEffectDeleteDone, "recorded effects")
 }

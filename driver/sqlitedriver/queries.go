@@ -279,6 +279,23 @@ UPDATE hookinbox_outbox
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'`
 
+	// The delivery history row of a result just recorded on message ?1, in the same
+	// transaction; ?2 is the error (NULL: published).
+	sqlDeliveryRecord = `
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, error, next_retry_at)
+SELECT id, attempts, claim_token, ?2, CASE WHEN state = 'pending' THEN available_at END
+  FROM hookinbox_outbox WHERE id = ?1`
+
+	sqlDeliveryDeleteOld = `
+DELETE FROM hookinbox_delivery
+ WHERE id IN (SELECT id FROM hookinbox_delivery
+               WHERE finished_at < ` + now + ` - ?1
+               LIMIT ?2)`
+
+	sqlDeliveryCountOld = `
+SELECT count(*) FROM hookinbox_delivery
+ WHERE finished_at < ` + now + ` - ?1`
+
 	sqlOutboxList = `
 SELECT ` + sqlOutboxColumns + `
   FROM hookinbox_outbox

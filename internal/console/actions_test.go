@@ -313,7 +313,7 @@ func TestConsole_LoginAttemptsAreRateLimited(t *testing.T) {
 	}
 }
 
-func TestConsole_CleanupDeletesAttemptHistoryPastRetention(t *testing.T) {
+func TestConsole_CleanupDeletesHistoryPastRetention(t *testing.T) {
 	t.Parallel()
 	drivers(t, func(t *testing.T, name string) {
 		b := setup(t, name)
@@ -326,12 +326,64 @@ func TestConsole_CleanupDeletesAttemptHistoryPastRetention(t *testing.T) {
 			old = `UPDATE hookinbox_attempt SET finished_at = finished_at - 360000000000 WHERE event_id = 'evt_nf_0'`
 		}
 		b.run(t, old)
+		delivery := `INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, finished_at) VALUES (1, 1, 1, now() - interval '100 hours'), (1, 2, 2, now())`
+		if name == "sqlite" {
+			delivery = `INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, finished_at) VALUES (1, 1, 1, unixepoch('now') * 1000000 - 360000000000), (1, 2, 2, unixepoch('now') * 1000000)`
+		}
+		b.run(t, delivery)
 		res, err := hookinbox.NewOperator(b.exec, nil).Cleanup(b.ctx, hookinbox.CleanupParams{OlderThan: 96 * time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if res.Deliveries != 1 || b.count(t, `SELECT count(*) FROM hookinbox_delivery`) != 1 {
+			t.Errorf("cleanup deleted %d deliveries, want the old one", res.Deliveries)
+		}
 		if res.Attempts != 2 || b.count(t, `SELECT count(*) FROM hookinbox_attempt`) != 2 {
 			t.Fatalf("cleanup deleted %d attempts, left %d; want 2 and 2", res.Attempts, b.count(t, `SELECT count(*) FROM hookinbox_attempt`))
+		}
+	})
+}
+
+// TestConsole_MessagePageShowsEveryFencedDelivery: a failed delivery, a stale
+// dispatcher's late result (fenced: not recorded), then a delivery that succeeded.
+func TestConsole_MessagePageShowsEveryFencedDelivery(t *testing.T) {
+	t.Parallel()
+	drivers(t, func(t *testing.T, name string) {
+		b := setup(t, name)
+		id, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
+			AggregateType: "Invoice", AggregateID: "in_1", EventType: "InvoicePaid", Payload: []byte(`{}`),
+			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_1"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim := func() *driver.OutboxMessage {
+			t.Helper()
+			msgs, err := b.exec.OutboxClaim(b.ctx, &driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5})
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("claim: %v %v", msgs, err)
+			}
+			return msgs[0]
+		}
+		first := claim()
+		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.ClaimToken, Error: "sink answered 503"}); err != nil {
+			t.Fatal(err)
+		}
+		second := claim()
+		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.ClaimToken, Error: "late and stale"}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.exec.OutboxMarkPublished(b.ctx, id, second.ClaimToken); err != nil || !ok {
+			t.Fatalf("publish: %v %v", ok, err)
+		}
+		if n := b.count(t, `SELECT count(*) FROM hookinbox_delivery WHERE outbox_id = $1`, id); n != 2 {
+			t.Fatalf("deliveries recorded: %d, want 2 (the stale result is fenced)", n)
+		}
+		c := b.client(t)
+		c.login(operatorToken)
+		_, body := c.get("/console/outbox/message?id=" + strconv.FormatInt(id, 10))
+		if !strings.Contains(body, "sink answered 503") || !strings.Contains(body, "delivered") || strings.Contains(body, "late and stale") {
+			t.Errorf("message page deliveries wrong:\n%s", body)
 		}
 	})
 }

@@ -253,11 +253,12 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 }
 
 type messageData struct {
-	Message   *driver.OutboxMessage
-	Payload   string
-	Size      int
-	SourceURL string
-	Retryable bool
+	Message    *driver.OutboxMessage
+	Deliveries []*driver.Delivery
+	Payload    string
+	Size       int
+	SourceURL  string
+	Retryable  bool
 }
 
 func (c *Console) message(w http.ResponseWriter, r *http.Request) {
@@ -275,8 +276,13 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such outbox message", http.StatusNotFound)
 		return
 	}
+	deliveries, err := c.db.ConsoleDeliveries(r.Context(), id, 100)
+	if err != nil {
+		c.fail(w, r, "error reading the deliveries", err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "message", &messageData{
-		Message: m, Payload: prettyPayload(m.Payload, c.cfg.Redact), Size: len(m.Payload),
+		Message: m, Deliveries: deliveries, Payload: prettyPayload(m.Payload, c.cfg.Redact), Size: len(m.Payload),
 		SourceURL: c.eventURL(m.Source), Retryable: slices.Contains(actionable, m.State),
 	})
 }

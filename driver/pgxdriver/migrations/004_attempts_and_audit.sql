@@ -25,6 +25,22 @@ CREATE INDEX hookinbox_attempt_receipt
 CREATE INDEX hookinbox_attempt_finished_at
     ON hookinbox_attempt USING brin (finished_at);
 
+-- One row per finished delivery of an outbox message, written by the statement that
+-- records its result (published, or failed with the retry time), only when the
+-- delivering dispatcher's fencing token is still the message's. Cleaned like the
+-- attempt history.
+CREATE TABLE hookinbox_delivery (
+    id            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    outbox_id     bigint      NOT NULL,
+    attempt       integer     NOT NULL,
+    claim_token   bigint      NOT NULL,
+    finished_at   timestamptz NOT NULL DEFAULT now(),
+    error         text,
+    next_retry_at timestamptz
+);
+CREATE INDEX hookinbox_delivery_message ON hookinbox_delivery (outbox_id, id);
+CREATE INDEX hookinbox_delivery_finished_at ON hookinbox_delivery USING brin (finished_at);
+
 -- Every operator action taken through the console: who, when, what, on which rows,
 -- how many it changed, and the note given. Never updated or deleted by hookinbox.
 CREATE TABLE hookinbox_audit (

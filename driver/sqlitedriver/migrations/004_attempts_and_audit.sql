@@ -20,6 +20,20 @@ CREATE TABLE hookinbox_attempt (
 CREATE INDEX hookinbox_attempt_receipt ON hookinbox_attempt (provider, endpoint, event_id, id);
 CREATE INDEX hookinbox_attempt_finished_at ON hookinbox_attempt (finished_at);
 
+-- One row per finished delivery of an outbox message, written with its result, only
+-- when the dispatcher's fencing token is still the message's.
+CREATE TABLE hookinbox_delivery (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    outbox_id     INTEGER NOT NULL,
+    attempt       INTEGER NOT NULL,
+    claim_token   INTEGER NOT NULL,
+    finished_at   INTEGER NOT NULL DEFAULT (CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER) * 1000),
+    error         TEXT,
+    next_retry_at INTEGER
+);
+CREATE INDEX hookinbox_delivery_message ON hookinbox_delivery (outbox_id, id);
+CREATE INDEX hookinbox_delivery_finished_at ON hookinbox_delivery (finished_at);
+
 -- Every operator action taken through the console. Never updated or deleted.
 CREATE TABLE hookinbox_audit (
     id     INTEGER PRIMARY KEY AUTOINCREMENT,
