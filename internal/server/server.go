@@ -79,7 +79,8 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// Run listens on the configured address, serves, and runs the workers and the
+// Run listens on the configured address (and console.listen, when the console has a
+// listener of its own), serves, and runs the workers and the
 // outbox dispatcher (when the backend has sinks) until ctx is cancelled, then shuts
 // down gracefully: it stops accepting connections, lets in-flight requests finish
 // and be answered, stops the workers and the dispatcher from claiming and lets the
@@ -143,7 +144,11 @@ func (s *Server) Run(ctx context.Context) error {
 
 	select {
 	case err := <-served:
-		// The listener failed: nothing more can be received. Stop the workers too.
+		// A listener failed: nothing more can be received (or no console served). Stop
+		// the workers too; the caller exits.
+		if consoleSrv != nil {
+			_ = consoleSrv.Close()
+		}
 		stopWork()
 		<-workersDone
 		return fmt.Errorf("error serving: %w", err)
