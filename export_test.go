@@ -2,6 +2,7 @@ package hookinbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
 )
@@ -28,7 +29,7 @@ func (i *Inbox[TTx]) AcceptQueuedForTest() int { return i.accepter.Queued() }
 // ProcessClaimedForTest processes a claimed receipt and records its failure, as a
 // worker does.
 func (i *Inbox[TTx]) ProcessClaimedForTest(ctx context.Context, r *driver.Receipt) error {
-	return i.processClaimed(ctx, r)
+	return i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease), "test-worker")
 }
 
 // ClaimBatchForTest claims up to limit receipts in one statement, as a worker does.
@@ -40,7 +41,7 @@ func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints
 
 // ProcessBatchForTest processes claimed receipts as a worker does.
 func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*driver.Receipt) {
-	i.processBatch(ctx, batch)
+	i.processBatch(ctx, batch, "test-worker")
 }
 
 // SyncQueuedForTest returns the number of sync deliveries waiting for a group.

@@ -246,6 +246,10 @@ func (o *Operator) RetryNeedsReview(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// Wake calls RetriedFunc, if set: for tools that make receipts available by other
+// means (the operator console's audited retries) and want the workers to look now.
+func (o *Operator) Wake() { o.retried(1) }
+
 func (o *Operator) retried(n int) {
 	if n > 0 && o.config.RetriedFunc != nil {
 		o.config.RetriedFunc()
@@ -280,11 +284,16 @@ type CleanupResult struct {
 	Receipts       int
 	OutboxMessages int
 	Effects        int
+	// Attempts and Deliveries count rows of the attempt history (hookinbox_attempt)
+	// and of the outbox's delivery history (hookinbox_delivery).
+	Attempts   int
+	Deliveries int
 }
 
 // Cleanup deletes, in batches, what is older than the retention and no longer needed
-// by anything in flight: processed receipts, published outbox messages and recorded
-// effects. Receipts in any other state, undelivered messages and effects whose call
+// by anything in flight: processed receipts, published outbox messages, recorded
+// effects, and the attempt and delivery histories (rows of any receipt or message,
+// finished before the retention). Receipts in any other state, undelivered messages and effects whose call
 // is in progress are never deleted. The same retention, at least the providers'
 // retry windows, applies to all three: a receipt is what turns a retry into a
 // duplicate, and a recorded effect what keeps the retry's handler from calling the
@@ -307,6 +316,8 @@ func (o *Operator) Cleanup(ctx context.Context, params CleanupParams) (CleanupRe
 		{&res.Receipts, o.exec.InboxDeleteProcessed},
 		{&res.OutboxMessages, o.exec.OutboxDeletePublished},
 		{&res.Effects, o.exec.EffectDeleteDone},
+		{&res.Attempts, o.exec.AttemptDeleteOld},
+		{&res.Deliveries, o.exec.DeliveryDeleteOld},
 	} {
 		n, err := deleteInBatches(ctx, step.del, params)
 		*step.n = n

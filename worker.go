@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -28,8 +29,11 @@ func (i *Inbox[TTx]) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { i.listen(ctx) })
-	for range i.worker.Concurrency {
-		wg.Go(func() { i.workLoop(ctx, endpoints) })
+	host, _ := os.Hostname()
+	for n := range i.worker.Concurrency {
+		// The name each attempt of this worker is recorded under in the history.
+		worker := fmt.Sprintf("%s/%d/%d", host, os.Getpid(), n)
+		wg.Go(func() { i.workLoop(ctx, endpoints, worker) })
 	}
 	wg.Wait()
 	return nil
@@ -45,7 +49,7 @@ func (i *Inbox[TTx]) workerEndpoints() []string {
 	return names
 }
 
-func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string) {
+func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker string) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	for {
@@ -69,7 +73,7 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string) {
 			}
 			// More may be waiting: let an idle worker look too.
 			i.notifyWorkers()
-			i.processBatch(ctx, batch)
+			i.processBatch(ctx, batch, worker)
 		}
 		idle.Reset(jitter(i.worker.PollInterval))
 	}
@@ -120,10 +124,11 @@ var errBatchFailed = errors.New("a receipt of the batch failed")
 // fails, the whole transaction rolls back (no handler's work survives it) and each
 // receipt is processed again in a transaction of its own, where a failure is
 // recorded against that receipt alone. Every receipt's attempt was counted by the
-// claim either way.
-func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) {
+// claim either way, and each ends as one row of the attempt history under worker's
+// name (a rolled-back batch records none: its receipts' attempts end alone).
+func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt, worker string) {
 	if len(batch) == 1 {
-		_ = i.processClaimed(ctx, batch[0])
+		_ = i.processClaimedBy(ctx, batch[0], time.Now().Add(i.worker.Lease), worker)
 		return
 	}
 	// The claim just leased the whole batch. Its transaction may take half of the
@@ -135,7 +140,7 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) 
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease/2)
 	defer cancel()
-	done, err := i.processTogether(pctx, batch)
+	done, err := i.processTogether(pctx, batch, &driver.AttemptBy{Worker: worker, StartedAt: start})
 	if err != nil {
 		for n, r := range batch {
 			if ctx.Err() != nil {
@@ -146,7 +151,7 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) 
 			if !i.extendLeases(ctx, batch[n:]) {
 				return // their leases end on their own
 			}
-			_ = i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease/2))
+			_ = i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease/2), worker)
 		}
 		return
 	}
@@ -163,7 +168,7 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt) 
 // processTogether applies the handlers of a batch in one transaction and reports which
 // receipts it processed (the others were completed by another worker whose lease
 // overlapped ours). It returns an error, and commits nothing, if any receipt fails.
-func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receipt) (map[driver.Key]bool, error) {
+func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receipt, by *driver.AttemptBy) (map[driver.Key]bool, error) {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -196,7 +201,7 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receip
 		lockedKeys = append(lockedKeys, r.Key)
 	}
 	if len(lockedKeys) > 0 {
-		if err := tx.InboxMarkProcessed(ctx, lockedKeys, string(OutcomeProcessed)); err != nil {
+		if err := tx.InboxMarkProcessed(ctx, lockedKeys, string(OutcomeProcessed), by); err != nil {
 			return nil, err
 		}
 	}
@@ -217,20 +222,17 @@ const (
 // worker (its lease had run out) when this one locked it.
 var errAlreadyProcessed = errors.New("already processed by another worker")
 
-// processClaimed processes one claimed receipt and records a failure for a retry. It
-// returns the processing error, nil on success, or errAlreadyProcessed.
-func (i *Inbox[TTx]) processClaimed(ctx context.Context, r *driver.Receipt) error {
-	return i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease))
-}
-
-// processClaimedBy is processClaimed with the end of the receipt's lease as the
-// processing deadline.
-func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, leaseEnd time.Time) error {
+// processClaimedBy processes one claimed receipt, with the end of its lease as the
+// processing deadline, and records a failure for a retry; the attempt joins the
+// history under worker's name. It returns the processing error, nil on success, or
+// errAlreadyProcessed.
+func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, leaseEnd time.Time, worker string) error {
 	// A stop request lets the event finish; the lease bounds how long that may take.
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd)
 	defer cancel()
 	start := time.Now()
-	err := i.process(pctx, r.Key)
+	by := &driver.AttemptBy{Worker: worker, StartedAt: start}
+	err := i.process(pctx, r.Key, by)
 	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
 	defer func() {
 		info.Latency = time.Since(start)
@@ -256,7 +258,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer rcancel()
 	ferr := i.driver.Executor().InboxRecordFailure(rctx, &driver.InboxFailureParams{
-		Key: r.Key, Error: errorText(err), Delay: delay,
+		Key: r.Key, Error: errorText(err), Delay: delay, By: by,
 	})
 	level := "retry"
 	if info.NeedsReview {
@@ -276,7 +278,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 // process applies the handler of a claimed receipt in one transaction. The row lock
 // and the re-check of processed_at make the business update commit at most once even
 // when a lease ran out and two workers hold the same receipt.
-func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key) error {
+func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.AttemptBy) error {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return err
@@ -304,7 +306,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key) error {
 	if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
 		return &HandlerError{EventType: r.EventType, Err: i.driver.TranslateError(err)}
 	}
-	if err := tx.InboxMarkProcessed(ctx, []driver.Key{key}, string(OutcomeProcessed)); err != nil {
+	if err := tx.InboxMarkProcessed(ctx, []driver.Key{key}, string(OutcomeProcessed), by); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -67,8 +67,9 @@ type Executor interface {
 	InboxLockUnprocessed(ctx context.Context, keys []Key) ([]*Receipt, error)
 
 	// InboxMarkProcessed sets the receipts' state to processed, processed_at and the
-	// outcome, and clears last_error.
-	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string) error
+	// outcome, and clears last_error. With by set it also adds each receipt's attempt
+	// to the attempt history, in the same statement.
+	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string, by *AttemptBy) error
 
 	// InboxClaim picks up to Limit of the oldest available pending receipts of the given
 	// endpoints, skipping rows locked by others, counts an attempt on each, stores
@@ -82,9 +83,10 @@ type Executor interface {
 	// many it extended.
 	InboxExtendLease(ctx context.Context, keys []Key, lease time.Duration) (int, error)
 
-	// InboxRecordFailure stores the error of a failed attempt, only while the receipt
-	// is pending: it becomes available again after Delay, or needs review when the
-	// attempt was the last its max_attempts allows.
+	// InboxRecordFailure stores the error of a failed attempt and its fingerprint, only
+	// while the receipt is pending: it becomes available again after Delay, or needs
+	// review when the attempt was the last its max_attempts allows. With By set, the
+	// attempt joins the history in the same statement.
 	InboxRecordFailure(ctx context.Context, params *InboxFailureParams) error
 
 	// InboxNoteDuplicate checks a duplicate delivery's body hash against the receipt's:
@@ -123,6 +125,14 @@ type Executor interface {
 	// ago, or with DryRun counts them all. Undelivered messages are never deleted.
 	OutboxDeletePublished(ctx context.Context, params *InboxDeleteParams) (int, error)
 
+	// AttemptDeleteOld deletes up to Limit attempt history rows finished before
+	// OlderThan ago, or with DryRun counts them all.
+	AttemptDeleteOld(ctx context.Context, params *InboxDeleteParams) (int, error)
+
+	// DeliveryDeleteOld deletes up to Limit outbox delivery history rows finished
+	// before OlderThan ago, or with DryRun counts them all.
+	DeliveryDeleteOld(ctx context.Context, params *InboxDeleteParams) (int, error)
+
 	// EffectDeleteDone deletes up to Limit effects recorded before OlderThan ago, or
 	// with DryRun counts them all. Effects whose call is in progress are never deleted.
 	EffectDeleteDone(ctx context.Context, params *InboxDeleteParams) (int, error)
@@ -141,11 +151,12 @@ type Executor interface {
 	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*OutboxMessage, error)
 
 	// OutboxMarkPublished marks a message published only if token is still its claim
-	// token. It reports false when a later claim took the message over.
+	// token, and adds the delivery to its history (hookinbox_delivery) with it. It
+	// reports false when a later claim took the message over.
 	OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error)
 
-	// OutboxRecordFailure stores a failed delivery's error, only if ClaimToken is still
-	// its token: the message becomes available after Delay, or needs review when the
+	// OutboxRecordFailure stores a failed delivery's error, and adds it to the
+	// message's delivery history, only if ClaimToken is still its token: the message becomes available after Delay, or needs review when the
 	// attempt was its last.
 	OutboxRecordFailure(ctx context.Context, params *OutboxFailureParams) error
 

@@ -94,6 +94,20 @@ type InboxFailureParams struct {
 	Key
 	Error string
 	Delay time.Duration
+	// By, when set, adds the attempt to the receipt's history (hookinbox_attempt) in the
+	// same statement; the failure's fingerprint (ErrorFingerprint) is stored either way.
+	By *AttemptBy
+}
+
+// AttemptBy says who made an attempt and when it started, for the attempt history that
+// InboxMarkProcessed and InboxRecordFailure write in the statement that records the
+// attempt's end.
+type AttemptBy struct {
+	// Worker names the worker: host, process and worker number.
+	Worker string
+	// StartedAt is when the attempt (for a batch, the batch) began, on this process's
+	// clock; the drivers store it as the database's clock minus the time elapsed.
+	StartedAt time.Time
 }
 
 // InboxListParams filter a listing of receipts.

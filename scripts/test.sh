@@ -58,6 +58,13 @@ fi
 if ! command -v stripe-mock >/dev/null && [ ! -x "$(go env GOPATH)/bin/stripe-mock" ]; then
   go install github.com/stripe/stripe-mock@v0.203.0 || echo "stripe-mock not installed: its tests will skip" >&2
 fi
+# The console's browser test needs Chromium; it skips, saying so, without one.
+if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+  echo "installing chromium for the console's browser test" >&2
+  apt-get install -y chromium >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } \
+    || echo "could not install chromium: the browser test will be skipped" >&2
+fi
 
 go vet ./...
 go test -race -count=1 "$@" ./...

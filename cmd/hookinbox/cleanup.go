@@ -24,7 +24,8 @@ func (a *app) cleanupCommand() *cobra.Command {
 		Use:   "cleanup",
 		Short: "Delete processed receipts, published outbox messages and recorded effects older than the retention",
 		Long: `Delete processed receipts, published outbox messages and recorded effects older than
---older-than (default: retention.processed in the config, else 720h), in batches.
+--older-than (default: retention.processed in the config, else 720h), in batches, and
+the attempt and delivery histories (the console's rows per attempt) finished before it.
 Unprocessed receipts, undelivered messages and effects whose call is in progress are
 never deleted.
 
@@ -63,10 +64,10 @@ turns it off), with the same rule.`,
 						olderThan, hookinbox.ErrRetentionTooShort, b.Operator.MinRetention())}
 				}
 				if err != nil {
-					return fmt.Errorf("error cleaning up after %d deletions: %w", res.Receipts+res.OutboxMessages+res.Effects, err)
+					return fmt.Errorf("error cleaning up after %d deletions: %w", res.Receipts+res.OutboxMessages+res.Effects+res.Attempts+res.Deliveries, err)
 				}
-				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s",
-					res.Receipts, res.OutboxMessages, res.Effects, olderThan)
+				what := fmt.Sprintf("%d processed receipts, %d published outbox messages and %d recorded effects older than %s, and %d attempt and %d delivery history rows",
+					res.Receipts, res.OutboxMessages, res.Effects, olderThan, res.Attempts, res.Deliveries)
 				if !cmd.Flags().Changed("payloads-older-than") {
 					payloads = cfg.PurgePayloadsAfter
 				}

@@ -41,6 +41,10 @@ retried with backoff, and /readyz reports "nats":"disconnected" without failing.
 
 The config is validated before anything starts; a bad key is refused with exit 2.
 
+The operator console (docs/CONSOLE.md) is served under console.path (/console) when
+the config's console block names access tokens (console.tokens[].token_env, read
+from the environment): on the main listener, or on console.listen's own.
+
 Roles: by default one serve runs all three of receivers (the endpoints), workers
 (async and hybrid processing) and dispatcher (the outbox). --role (or roles: in the
 config) runs some of them, so that each scales on its own on one database, e.g.
@@ -145,7 +149,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, db config.Database,
 	}
 	cancel()
 	if cfg.AdminTokenEnv != "" {
-		logger.Warn("hookinbox: the admin page is not implemented in this version; admin.token_env is ignored")
+		logger.Warn("hookinbox: admin.token_env is ignored; the operator console is configured with console.tokens (see docs/CONSOLE.md)")
 	}
 	for _, ep := range cfg.Endpoints {
 		args := []any{"name", ep.Name, "path", ep.Path, "provider", ep.Provider,

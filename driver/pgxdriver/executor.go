@@ -134,9 +134,13 @@ func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) 
 	return list, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string) error {
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string, by *driver.AttemptBy) error {
 	providers, endpoints, ids := keyColumns(keys)
-	if _, err := e.db.Exec(ctx, sqlInboxMarkProcessed, providers, endpoints, ids, outcome); err != nil {
+	query, args := sqlInboxMarkProcessed, []any{providers, endpoints, ids, outcome}
+	if by != nil {
+		query, args = sqlInboxMarkProcessedAttempt, append(args, time.Since(by.StartedAt).Seconds(), by.Worker)
+	}
+	if _, err := e.db.Exec(ctx, query, args...); err != nil {
 		return translate(fmt.Errorf("error marking receipts processed: %w", err))
 	}
 	return nil
@@ -169,7 +173,14 @@ func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, leas
 }
 
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
-	if _, err := e.db.Exec(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Seconds()); err != nil {
+	var elapsed *float64
+	var worker string
+	if p.By != nil {
+		s := time.Since(p.By.StartedAt).Seconds()
+		elapsed, worker = &s, p.By.Worker
+	}
+	if _, err := e.db.Exec(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Seconds(),
+		driver.ErrorFingerprint(p.Error), elapsed, worker); err != nil {
 		return translate(fmt.Errorf("error recording failure: %w", err))
 	}
 	return nil
@@ -296,6 +307,14 @@ func (e *executor) TableSizes(ctx context.Context) ([]driver.TableSize, error) {
 
 func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
 	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
+}
+
+func (e *executor) AttemptDeleteOld(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlAttemptCountOld, sqlAttemptDeleteOld, "attempt history")
+}
+
+func (e *executor) DeliveryDeleteOld(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlDeliveryCountOld, sqlDeliveryDeleteOld, "delivery history")
 }
 
 func (e *executor) EffectDeleteDone(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {

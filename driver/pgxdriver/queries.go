@@ -81,8 +81,19 @@ SELECT ` + sqlReceiptColumns + `
 
 	sqlInboxMarkProcessed = `
 UPDATE hookinbox_inbox
-   SET state = 'processed', processed_at = now(), outcome = $4, last_error = NULL
+   SET state = 'processed', processed_at = now(), outcome = $4, last_error = NULL, error_fingerprint = NULL
  WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+
+	// The same, with the batch's attempts added to the history in the same statement:
+	// history costs no round trip.
+	sqlInboxMarkProcessedAttempt = `
+WITH done AS (
+UPDATE hookinbox_inbox
+   SET state = 'processed', processed_at = now(), outcome = $4, last_error = NULL, error_fingerprint = NULL
+ WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+RETURNING provider, endpoint, event_id, attempts)
+INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker)
+SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $5::float8), $6 FROM done`
 
 	// The claim commits on its own, before processing starts, so an attempt is counted
 	// even when the worker dies mid-event; a row that kills every worker therefore stops
@@ -117,13 +128,25 @@ UPDATE hookinbox_inbox
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
 	// limit compares as unknown: the row stays pending).
+	// The attempt joins the history in the same statement (when $7, how long ago it
+	// started, is given), with the retry time the update chose; a data-modifying CTE
+	// runs whether or not its rows are used. Starts are the database's clock minus the
+	// attempt's elapsed time, so durations never mix two machines' clocks.
 	sqlInboxRecordFailure = `
+WITH failed AS (
 UPDATE hookinbox_inbox
-   SET last_error   = $4,
-       available_at = now() + make_interval(secs => $5::float8),
-       state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
+   SET last_error        = $4,
+       error_fingerprint = $6,
+       available_at      = now() + make_interval(secs => $5::float8),
+       state             = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE provider = $1 AND endpoint = $2 AND event_id = $3
-   AND state = 'pending'`
+   AND state = 'pending'
+RETURNING provider, endpoint, event_id, attempts, state, available_at)
+INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker, error, next_retry_at)
+SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $7::float8), $8, $4,
+       CASE WHEN state = 'pending' THEN available_at END
+  FROM failed
+ WHERE $7::float8 IS NOT NULL`
 
 	// Counts a conflict only when both hashes are known and differ; a matching or
 	// unknown (pre-version-3) hash leaves the row untouched.
@@ -232,6 +255,26 @@ DELETE FROM hookinbox_outbox
 SELECT count(*) FROM hookinbox_outbox
  WHERE state = 'published' AND published_at < now() - make_interval(secs => $1::float8)`
 
+	sqlAttemptDeleteOld = `
+DELETE FROM hookinbox_attempt
+ WHERE id IN (SELECT id FROM hookinbox_attempt
+               WHERE finished_at < now() - make_interval(secs => $1::float8)
+               LIMIT $2)`
+
+	sqlAttemptCountOld = `
+SELECT count(*) FROM hookinbox_attempt
+ WHERE finished_at < now() - make_interval(secs => $1::float8)`
+
+	sqlDeliveryDeleteOld = `
+DELETE FROM hookinbox_delivery
+ WHERE id IN (SELECT id FROM hookinbox_delivery
+               WHERE finished_at < now() - make_interval(secs => $1::float8)
+               LIMIT $2)`
+
+	sqlDeliveryCountOld = `
+SELECT count(*) FROM hookinbox_delivery
+ WHERE finished_at < now() - make_interval(secs => $1::float8)`
+
 	sqlEffectDeleteDone = `
 DELETE FROM hookinbox_effect
  WHERE key IN (SELECT key FROM hookinbox_effect
@@ -291,17 +334,28 @@ RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
 
 	// The fence: a dispatcher whose lease ran out holds an older token and changes
 	// nothing.
+	// Both add the delivery to the message's history in the same statement, so the
+	// history is written exactly when the fenced result is; the INSERT's count is the
+	// UPDATE's.
 	sqlOutboxMarkPublished = `
+WITH done AS (
 UPDATE hookinbox_outbox
    SET state = 'published', published_at = now(), last_error = NULL
- WHERE id = $1 AND claim_token = $2 AND state = 'pending'`
+ WHERE id = $1 AND claim_token = $2 AND state = 'pending'
+RETURNING id, attempts, claim_token)
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token)
+SELECT id, attempts, claim_token FROM done`
 
 	sqlOutboxRecordFailure = `
+WITH failed AS (
 UPDATE hookinbox_outbox
    SET last_error   = $3,
        available_at = now() + make_interval(secs => $4::float8),
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
- WHERE id = $1 AND claim_token = $2 AND state = 'pending'`
+ WHERE id = $1 AND claim_token = $2 AND state = 'pending'
+RETURNING id, attempts, claim_token, state, available_at)
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, error, next_retry_at)
+SELECT id, attempts, claim_token, $3, CASE WHEN state = 'pending' THEN available_at END FROM failed`
 
 	sqlOutboxList = `
 SELECT ` + sqlOutboxColumns + `

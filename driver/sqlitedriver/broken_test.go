@@ -61,13 +61,13 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 				if err := <-otherDone; err != nil { // nothing made it wait
 					t.Fatal(err)
 				}
-				err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed")
+				err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed", nil)
 				if !errors.Is(err, driver.ErrUnavailable) {
 					t.Fatalf("write on a stale snapshot: %v, want SQLITE_BUSY_SNAPSHOT (unavailable)", err)
 				}
 				return
 			}
-			if err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed"); err != nil {
+			if err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed", nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {

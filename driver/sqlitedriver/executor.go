@@ -91,11 +91,23 @@ func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) 
 	return list, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string) error {
-	for _, key := range keys {
-		if _, err := e.db.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
-			return translate(fmt.Errorf("error marking receipt processed: %w", err))
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string, by *driver.AttemptBy) error {
+	err := e.inTx(ctx, func(q dbtx) error {
+		for _, key := range keys {
+			if _, err := q.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
+				return err
+			}
+			if by != nil {
+				if _, err := q.ExecContext(ctx, sqlAttemptRecord, key.Provider, key.Endpoint, key.EventID,
+					time.Since(by.StartedAt).Microseconds(), by.Worker, nil); err != nil {
+					return err
+				}
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return translate(fmt.Errorf("error marking receipts processed: %w", err))
 	}
 	return nil
 }
@@ -140,7 +152,17 @@ func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, leas
 }
 
 func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailureParams) error {
-	if _, err := e.db.ExecContext(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error, p.Delay.Microseconds()); err != nil {
+	err := e.inTx(ctx, func(q dbtx) error {
+		n, err := rowsAffected(q.ExecContext(ctx, sqlInboxRecordFailure, p.Provider, p.Endpoint, p.EventID, p.Error,
+			p.Delay.Microseconds(), driver.ErrorFingerprint(p.Error)))
+		if err != nil || n == 0 || p.By == nil {
+			return err
+		}
+		_, err = q.ExecContext(ctx, sqlAttemptRecord, p.Provider, p.Endpoint, p.EventID,
+			time.Since(p.By.StartedAt).Microseconds(), p.By.Worker, p.Error)
+		return err
+	})
+	if err != nil {
 		return translate(fmt.Errorf("error recording failure: %w", err))
 	}
 	return nil
@@ -260,6 +282,14 @@ func (e *executor) TableSizes(ctx context.Context) ([]driver.TableSize, error) {
 
 func (e *executor) OutboxDeletePublished(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
 	return e.deleteOld(ctx, p, sqlOutboxCountPublished, sqlOutboxDeletePublished, "published outbox messages")
+}
+
+func (e *executor) AttemptDeleteOld(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlAttemptCountOld, sqlAttemptDeleteOld, "attempt history")
+}
+
+func (e *executor) DeliveryDeleteOld(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {
+	return e.deleteOld(ctx, p, sqlDeliveryCountOld, sqlDeliveryDeleteOld, "delivery history")
 }
 
 func (e *executor) EffectDeleteDone(ctx context.Context, p *driver.InboxDeleteParams) (int, error) {

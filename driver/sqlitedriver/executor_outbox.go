@@ -53,7 +53,15 @@ func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimPar
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
-	n, err := rowsAffected(e.db.ExecContext(ctx, sqlOutboxMarkPublished, id, token))
+	var n int
+	err := e.inTx(ctx, func(q dbtx) error {
+		var err error
+		if n, err = rowsAffected(q.ExecContext(ctx, sqlOutboxMarkPublished, id, token)); err != nil || n == 0 {
+			return err
+		}
+		_, err = q.ExecContext(ctx, sqlDeliveryRecord, id, nil)
+		return err
+	})
 	if err != nil {
 		return false, translate(fmt.Errorf("error marking outbox message published: %w", err))
 	}
@@ -61,7 +69,15 @@ func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bo
 }
 
 func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFailureParams) error {
-	if _, err := e.db.ExecContext(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Microseconds()); err != nil {
+	err := e.inTx(ctx, func(q dbtx) error {
+		n, err := rowsAffected(q.ExecContext(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Microseconds()))
+		if err != nil || n == 0 {
+			return err
+		}
+		_, err = q.ExecContext(ctx, sqlDeliveryRecord, p.ID, p.Error)
+		return err
+	})
+	if err != nil {
 		return translate(fmt.Errorf("error recording outbox failure: %w", err))
 	}
 	return nil

@@ -186,7 +186,7 @@ func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 1, LastError: "boom"})
-	if err := b.ex.InboxMarkProcessed(b.ctx, []driver.Key{key("evt_1")}, "processed"); err != nil {
+	if err := b.ex.InboxMarkProcessed(b.ctx, []driver.Key{key("evt_1")}, "processed", nil); err != nil {
 		t.Fatal(err)
 	}
 	r := b.get(t, key("evt_1"))

@@ -149,7 +149,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	if err := countingHandler(b.ctx, first.Native(), hookinbox.Event{ID: "evt_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.InboxMarkProcessed(b.ctx, []driver.Key{k}, "processed"); err != nil {
+	if err := first.InboxMarkProcessed(b.ctx, []driver.Key{k}, "processed", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Commit(b.ctx); err != nil {

@@ -66,7 +66,17 @@ SELECT ` + sqlReceiptColumns + `
 
 	sqlInboxMarkProcessed = `
 UPDATE hookinbox_inbox
-   SET state = 'processed', processed_at = ` + now + `, outcome = ?4, last_error = NULL
+   SET state = 'processed', processed_at = ` + now + `, outcome = ?4, last_error = NULL, error_fingerprint = NULL
+ WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
+
+	// The attempt history row of an attempt whose end was just recorded on the receipt
+	// (processed, or failed with its retry time), in the same transaction; ?4 is how
+	// many microseconds ago it started.
+	sqlAttemptRecord = `
+INSERT INTO hookinbox_attempt (provider, endpoint, event_id, attempt, started_at, worker, error, next_retry_at)
+SELECT provider, endpoint, event_id, attempts, ` + now + ` - ?4, ?5, ?6,
+       CASE WHEN state = 'pending' THEN available_at END
+  FROM hookinbox_inbox
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3`
 
 	// The claim commits on its own, before processing starts, so an attempt is counted
@@ -105,6 +115,7 @@ UPDATE hookinbox_inbox
 	sqlInboxRecordFailure = `
 UPDATE hookinbox_inbox
    SET last_error   = ?4,
+       error_fingerprint = ?6,
        available_at = ` + now + ` + ?5,
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
@@ -209,6 +220,16 @@ DELETE FROM hookinbox_outbox
 SELECT count(*) FROM hookinbox_outbox
  WHERE state = 'published' AND published_at < ` + now + ` - ?1`
 
+	sqlAttemptDeleteOld = `
+DELETE FROM hookinbox_attempt
+ WHERE id IN (SELECT id FROM hookinbox_attempt
+               WHERE finished_at < ` + now + ` - ?1
+               LIMIT ?2)`
+
+	sqlAttemptCountOld = `
+SELECT count(*) FROM hookinbox_attempt
+ WHERE finished_at < ` + now + ` - ?1`
+
 	sqlEffectDeleteDone = `
 DELETE FROM hookinbox_effect
  WHERE rowid IN (SELECT rowid FROM hookinbox_effect
@@ -275,6 +296,23 @@ UPDATE hookinbox_outbox
        available_at = ` + now + ` + ?4,
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'`
+
+	// The delivery history row of a result just recorded on message ?1, in the same
+	// transaction; ?2 is the error (NULL: published).
+	sqlDeliveryRecord = `
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token, error, next_retry_at)
+SELECT id, attempts, claim_token, ?2, CASE WHEN state = 'pending' THEN available_at END
+  FROM hookinbox_outbox WHERE id = ?1`
+
+	sqlDeliveryDeleteOld = `
+DELETE FROM hookinbox_delivery
+ WHERE id IN (SELECT id FROM hookinbox_delivery
+               WHERE finished_at < ` + now + ` - ?1
+               LIMIT ?2)`
+
+	sqlDeliveryCountOld = `
+SELECT count(*) FROM hookinbox_delivery
+ WHERE finished_at < ` + now + ` - ?1`
 
 	sqlOutboxList = `
 SELECT ` + sqlOutboxColumns + `

@@ -154,6 +154,10 @@ type Config struct {
 	// AdminTokenEnv names the environment variable that holds the admin page's token.
 	AdminTokenEnv string
 
+	// Console is the operator console (the console block); nil when the block names
+	// no access tokens, and the console is off.
+	Console *Console
+
 	// NATSURL is the NATS server (or comma-separated servers) that serve connects to
 	// when a sink publishes to a JetStream subject: nats_url, or HOOKINBOX_NATS_URL
 	// when set. It is not used otherwise.

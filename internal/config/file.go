@@ -27,6 +27,7 @@ type fileConfig struct {
 	HTTP            fileHTTP       `yaml:"http"`
 	Retention       fileRetention  `yaml:"retention"`
 	Admin           fileAdmin      `yaml:"admin"`
+	Console         fileConsole    `yaml:"console"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
 	Roles           stringList     `yaml:"roles"`
 }

@@ -107,6 +107,17 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 		cfg.Endpoints = append(cfg.Endpoints, *ep)
 	}
 
+	if cfg.Console, err = v.console(&fc.Console, cfg.Listen); err != nil {
+		return nil, err
+	}
+	if c := cfg.Console; c != nil {
+		for i, ep := range cfg.Endpoints {
+			if c.Listen == "" && (ep.Path == c.Path || strings.HasPrefix(ep.Path, c.Path+"/")) {
+				return nil, v.keyError(fmt.Sprintf("endpoints[%d].path", i), "%q is under console.path %q", ep.Path, c.Path)
+			}
+		}
+	}
+
 	// A receipt deleted before the provider stops retrying turns the late retry into
 	// a new event, processed a second time.
 	if window, ep := cfg.MaxRetryWindow(); cfg.Retention < window {

@@ -42,7 +42,8 @@ type Backend struct {
 	Operator *hookinbox.Operator
 
 	// Executor runs the driver's statements outside any transaction: what backfill
-	// and reconcile keep their checkpoints and read receipts with.
+	// and reconcile keep their checkpoints and read receipts with, and the operator
+	// console's queries.
 	Executor driver.Executor
 
 	// Billing reads the billing tables, for reconcile; nil unless an endpoint uses the
@@ -188,7 +189,7 @@ func isDir(path string) bool {
 func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(),
 	registerBilling func(*hookinbox.Inbox[TTx], string), cfg *config.Config, opts OpenOptions,
 ) (*Backend, error) {
-	b := &Backend{Database: db, lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
+	b := &Backend{Database: db, Executor: drv.Executor(), lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
 	var err error
 	if opts.Dispatch {
 		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
@@ -224,7 +225,6 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 	}
 	b.Inbox = inbox
 	b.Operator = inbox.Operator()
-	b.Executor = drv.Executor()
 	return b, nil
 }
 

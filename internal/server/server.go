@@ -48,6 +48,7 @@ type Server struct {
 	backend *Backend
 	logger  *slog.Logger
 	srv     *http.Server
+	mux     *http.ServeMux
 }
 
 // New returns a server for cfg on backend. metrics must be the Observer the backend's
@@ -67,21 +68,23 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger})
 	mux.Handle("GET /metrics", metrics.Handler())
-	return &Server{
-		cfg: cfg, backend: backend, logger: logger,
-		srv: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: limits.ReadHeaderTimeout,
-			ReadTimeout:       limits.ReadTimeout,
-			WriteTimeout:      limits.WriteTimeout,
-			IdleTimeout:       limits.IdleTimeout,
-			MaxHeaderBytes:    limits.MaxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		},
+	return &Server{cfg: cfg, backend: backend, logger: logger, mux: mux, srv: newHTTPServer(mux, limits, logger)}
+}
+
+func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: limits.ReadHeaderTimeout,
+		ReadTimeout:       limits.ReadTimeout,
+		WriteTimeout:      limits.WriteTimeout,
+		IdleTimeout:       limits.IdleTimeout,
+		MaxHeaderBytes:    limits.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
 
-// Run listens on the configured address, serves, and runs the workers and the
+// Run listens on the configured address (and console.listen, when the console has a
+// listener of its own), serves, and runs the workers and the
 // outbox dispatcher (when the backend has sinks) until ctx is cancelled, then shuts
 // down gracefully: it stops accepting connections, lets in-flight requests finish
 // and be answered, stops the workers and the dispatcher from claiming and lets the
@@ -92,8 +95,15 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 // A 2xx is only ever answered after commit, so an interruption at any point, even a
 // forced exit, loses nothing that was acknowledged.
 func (s *Server) Run(ctx context.Context) error {
+	consoleSrv, consoleLn, err := s.console()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
+		if consoleLn != nil {
+			_ = consoleLn.Close()
+		}
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Listen, err)
 	}
 	endpoints := make([]string, 0, len(s.cfg.Endpoints))
@@ -138,14 +148,20 @@ func (s *Server) Run(ctx context.Context) error {
 		work.Wait()
 		close(workersDone)
 	}()
-	served := make(chan error, 1)
-	go func() {
-		served <- s.srv.Serve(newLimitListener(ln, s.cfg.HTTP.WithDefaults().MaxConnections, s.logger))
-	}()
+	served := make(chan error, 2)
+	maxConns := s.cfg.HTTP.WithDefaults().MaxConnections
+	go func() { served <- s.srv.Serve(newLimitListener(ln, maxConns, s.logger)) }()
+	if consoleSrv != nil {
+		go func() { served <- consoleSrv.Serve(newLimitListener(consoleLn, maxConns, s.logger)) }()
+	}
 
 	select {
 	case err := <-served:
-		// The listener failed: nothing more can be received. Stop the workers too.
+		// A listener failed: nothing more can be received (or no console served). Stop
+		// the workers too; the caller exits.
+		if consoleSrv != nil {
+			_ = consoleSrv.Close()
+		}
 		stopWork()
 		<-workersDone
 		return fmt.Errorf("error serving: %w", err)
@@ -159,6 +175,11 @@ func (s *Server) Run(ctx context.Context) error {
 	// Request contexts are not cancelled by Shutdown: a handler in its transaction
 	// commits and answers, or fails and answers 5xx.
 	shutdownErr := s.srv.Shutdown(deadline)
+	if consoleSrv != nil {
+		if err := consoleSrv.Shutdown(deadline); err != nil {
+			_ = consoleSrv.Close()
+		}
+	}
 	select {
 	case <-workersDone:
 	case <-deadline.Done():
@@ -171,4 +192,32 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.logger.Info("hookinbox: stopped")
 	return nil
+}
+
+// console mounts the operator console when the config names its tokens: on the main
+// listener, or on console.listen's own, which it returns (listening) with its server.
+func (s *Server) console() (*http.Server, net.Listener, error) {
+	cc := s.cfg.Console
+	if cc == nil {
+		return nil, nil, nil
+	}
+	c, err := newConsole(s.cfg, s.backend, s.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cc.Listen == "" {
+		s.mux.Handle(c.Path()+"/", c)
+		s.mux.Handle(c.Path(), c)
+		s.logger.Info("hookinbox: console", "path", c.Path(), "addr", s.cfg.Listen, "tokens", len(cc.Tokens))
+		return nil, nil, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle(c.Path()+"/", c)
+	mux.Handle(c.Path(), c)
+	ln, err := net.Listen("tcp", cc.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error listening on console.listen %s: %w", cc.Listen, err)
+	}
+	s.logger.Info("hookinbox: console", "path", c.Path(), "addr", ln.Addr().String(), "tokens", len(cc.Tokens))
+	return newHTTPServer(mux, s.cfg.HTTP.WithDefaults(), s.logger), ln, nil
 }

@@ -1,0 +1,214 @@
+// Package console is hookinbox's operator console: server-rendered pages (html/template
+// and embedded files, no JavaScript) that show the inbox and the outbox and let an
+// operator retry or resolve what failed, every action written to the audit log.
+//
+// It is served by hookinbox serve under a path (/console by default) only when the
+// configuration names its access tokens. Every page needs a session, taken by
+// exchanging a token on a POST login for a random session cookie (HttpOnly,
+// SameSite=Strict, Secure on TLS); a read-only token's session is shown no action and
+// refused every request but GET. Cross-origin POSTs are refused
+// (http.CrossOriginProtection), every answer carries a strict Content-Security-Policy
+// and Cache-Control: no-store, every value is HTML-escaped by html/template, and the
+// payload fields named in Config.Redact are replaced before a payload is shown.
+//
+//	h, err := console.New(exec, console.Config{Tokens: []console.Token{{Name: "alice", Secret: tok}}})
+//	mux.Handle("/console/", h)
+package console
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookinbox/hookinbox/driver"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+// Token is one access token of the console.
+type Token struct {
+	// Name is who the token stands for; the audit log records it as the actor.
+	Name string
+	// Secret is the token itself, from the environment, never from a file.
+	Secret string
+	// ReadOnly sessions see every page but no action, and are refused every request
+	// but GET.
+	ReadOnly bool
+}
+
+// Endpoint is a configured endpoint, for the filters and exact event id lookups.
+type Endpoint struct {
+	Name     string
+	Provider string
+}
+
+// Config configures the console.
+type Config struct {
+	// Path is where the console is served.
+	//
+	// Defaults to /console.
+	Path string
+
+	// Tokens are the accepted access tokens; at least one is required.
+	Tokens []Token
+
+	// Endpoints are the configured endpoints.
+	Endpoints []Endpoint
+
+	// Redact names payload fields whose values are never shown: an object key equal
+	// to one of them (ignoring case), at any depth, has its value replaced.
+	Redact []string
+
+	// SecureCookie marks the session cookie Secure even on plain HTTP, for a console
+	// behind a proxy that terminates TLS. It is always Secure on a TLS connection.
+	SecureCookie bool
+
+	// SessionTTL is how long a session lasts after login.
+	//
+	// Defaults to 12 hours.
+	SessionTTL time.Duration
+
+	// MaxBulk caps the rows one bulk action changes.
+	//
+	// Defaults to 1000.
+	MaxBulk int
+
+	// LoginRate is how many login attempts one client address may make per minute,
+	// failed or not; more are answered 429.
+	//
+	// Defaults to 10.
+	LoginRate int
+
+	// RetriedFunc, when set, is called after an action made receipts available, to
+	// wake this process's workers.
+	RetriedFunc func()
+
+	// Logger receives one line per action (actor, action, target, rows), never a
+	// payload or a token.
+	//
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() {
+	if c.Path == "" {
+		c.Path = "/console"
+	}
+	c.Path = "/" + strings.Trim(c.Path, "/")
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 12 * time.Hour
+	}
+	if c.MaxBulk <= 0 {
+		c.MaxBulk = 1000
+	}
+	if c.LoginRate <= 0 {
+		c.LoginRate = 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Console is the console's http.Handler.
+type Console struct {
+	cfg      Config
+	exec     driver.Executor
+	db       driver.ConsoleExecutor
+	sessions *sessions
+	logins   *loginLimiter
+	pages    *pages
+	handler  http.Handler
+	// broken names the protections a test turned off, to show that its test fails
+	// without them (see export_test.go); always empty outside tests.
+	broken map[string]bool
+}
+
+// New returns the console on exec, which must also implement driver.ConsoleExecutor
+// (both of hookinbox's drivers do).
+func New(exec driver.Executor, cfg Config) (*Console, error) {
+	cfg.withDefaults()
+	db, ok := exec.(driver.ConsoleExecutor)
+	if !ok {
+		return nil, errors.New("console: the database driver has no console queries")
+	}
+	if len(cfg.Tokens) == 0 {
+		return nil, errors.New("console: no access token configured")
+	}
+	for i, t := range cfg.Tokens {
+		if t.Name == "" || strings.TrimSpace(t.Secret) == "" {
+			return nil, fmt.Errorf("console: token %d has no name or an empty secret", i)
+		}
+	}
+	p, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{
+		cfg: cfg, exec: exec, db: db, pages: p,
+		sessions: newSessions(cfg.SessionTTL),
+		logins:   newLoginLimiter(cfg.LoginRate),
+	}
+	c.handler = c.routes()
+	return c, nil
+}
+
+// Path is where the console is served, without a trailing slash.
+func (c *Console) Path() string { return c.cfg.Path }
+
+func (c *Console) routes() http.Handler {
+	p := c.cfg.Path
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p+"/login", c.loginPage)
+	mux.HandleFunc("POST "+p+"/login", c.login)
+	mux.HandleFunc("GET "+p+"/static/console.css", serveCSS)
+
+	auth := http.NewServeMux()
+	auth.HandleFunc("GET "+p+"/{$}", c.overview)
+	auth.HandleFunc("GET "+p+"/logout", c.logout)
+	auth.HandleFunc("GET "+p+"/review", c.review)
+	auth.HandleFunc("GET "+p+"/events", c.events)
+	auth.HandleFunc("GET "+p+"/event", c.event)
+	auth.HandleFunc("GET "+p+"/outbox", c.outbox)
+	auth.HandleFunc("GET "+p+"/outbox/message", c.message)
+	auth.HandleFunc("GET "+p+"/audit", c.audit)
+	auth.HandleFunc("GET "+p+"/confirm", c.confirm)
+	auth.HandleFunc("POST "+p+"/event/retry", c.retryEvent)
+	auth.HandleFunc("POST "+p+"/event/resolve", c.resolveEvent)
+	auth.HandleFunc("POST "+p+"/outbox/retry", c.retryMessage)
+	auth.HandleFunc("POST "+p+"/bulk", c.bulk)
+	mux.Handle(p+"/", c.requireSession(auth))
+	mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, p+"/", http.StatusSeeOther)
+	})
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+	}))
+	if c.broken["cross-origin"] {
+		return secureHeaders(mux)
+	}
+	return secureHeaders(cop.Handler(mux))
+}
+
+// ServeHTTP serves the console's pages.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
+
+// secureHeaders sets what every answer carries: nothing loads from elsewhere, nothing
+// frames the console, nothing is cached, nothing is sniffed.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,11 @@
+package console
+
+// BreakForTest turns off a protection ("cross-origin", "read-only") so that a test
+// can show it fails without it.
+func (c *Console) BreakForTest(what string) {
+	if c.broken == nil {
+		c.broken = map[string]bool{}
+	}
+	c.broken[what] = true
+	c.handler = c.routes()
+}
