@@ -33,9 +33,9 @@ func (i *Inbox[TTx]) Endpoint(name string) http.Handler {
 	if !ok {
 		panic(fmt.Sprintf("hookinbox: Endpoint %q is not configured", name))
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return i.traceEndpoint(ep, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i.serveEndpoint(w, r, ep)
-	})
+	}))
 }
 
 func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *endpoint) {
@@ -72,7 +72,9 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	}
 
 	// Verification comes before any database call: nothing unverified is written.
+	vspan := i.startVerify(r.Context(), ep)
 	v, err := ep.Verifier.Verify(r.Header, body)
+	i.endVerify(r.Context(), vspan, v, err)
 	if err != nil {
 		status, class := http.StatusBadRequest, "signature"
 		if errors.Is(err, provider.ErrUnparsableEvent) {
@@ -98,7 +100,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		}
 	}
 
-	out, conflict, err := i.receive(r.Context(), Event{
+	out, conflict, err := i.receiveTraced(r.Context(), Event{
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: body,
 	})
 	d.conflict = conflict

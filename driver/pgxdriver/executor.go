@@ -33,7 +33,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256}
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, nullString(p.TraceParent)}
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
@@ -68,6 +68,7 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		hashes           = make([][]byte, n)
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
+		traces           = make([]string, n)
 		position         = make(map[driver.Key]int, n)
 	)
 	for j, i := range order {
@@ -79,10 +80,10 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
 		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
-		hashes[j] = p.BodySHA256
+		hashes[j], traces[j] = p.BodySHA256, p.TraceParent
 	}
 	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits, hashes}, position, nil
+		attempts, errs, delays, limits, hashes, traces}, position, nil
 }
 
 // scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no
@@ -322,7 +323,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), nullString(p.TraceParent),
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
@@ -338,15 +339,15 @@ func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInse
 	var (
 		aggTypes, aggIDs, types, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		providers, endpoints, eventIDs    = make([]string, n), make([]string, n), make([]string, n)
-		destinations                      = make([]string, n)
+		destinations, traces              = make([]string, n), make([]string, n)
 	)
 	for i, p := range ps {
 		aggTypes[i], aggIDs[i], types[i], payloads[i] = p.AggregateType, p.AggregateID, p.EventType, string(p.Payload)
 		providers[i], endpoints[i], eventIDs[i] = p.Source.Provider, p.Source.Endpoint, p.Source.EventID
-		destinations[i] = p.Destination
+		destinations[i], traces[i] = p.Destination, p.TraceParent
 	}
 	if _, err := e.db.Exec(ctx, sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
-		providers, endpoints, eventIDs, destinations); err != nil {
+		providers, endpoints, eventIDs, destinations, traces); err != nil {
 		return translate(fmt.Errorf("error inserting outbox messages: %w", err))
 	}
 	return nil
@@ -365,7 +366,7 @@ func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
 	var r driver.Receipt
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
 		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
-		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts)
+		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts, &r.TraceParent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

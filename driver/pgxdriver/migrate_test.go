@@ -29,8 +29,8 @@ func TestMigrate_TwiceIsANoOp(t *testing.T) {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	var n int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != latest {
-		t.Fatalf("migration rows %d (%v), want %d", n, err, latest)
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
+		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
 	}
 }
 
@@ -68,4 +68,16 @@ func TestMigrate_ConcurrentlyFromFourConnections(t *testing.T) {
 	if err != nil || applied != latest {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
+}
+
+// migrationCount is the number of embedded migrations, one version-table row each.
+// Versions may skip numbers (taken by migrations of other branches), so it is not
+// the latest version.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	line, err := pgxdriver.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(line.Migrations)
 }

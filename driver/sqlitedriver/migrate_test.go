@@ -34,8 +34,8 @@ func TestMigrate_TwiceIsANoOp(t *testing.T) {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != latest {
-		t.Fatalf("migration rows %d (%v), want %d", n, err, latest)
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
+		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
 	}
 	// The PostgreSQL driver's tables, by the same names, and only hookinbox's own: the
 	// billing tables are the billing package's to create, and the names from before
@@ -76,8 +76,8 @@ func TestMigrate_ConcurrentlyFromFourDatabases(t *testing.T) {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	var n int
-	if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != latest {
-		t.Fatalf("migration rows %d (%v), want %d", n, err, latest)
+	if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
+		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
 	}
 }
 
@@ -458,8 +458,8 @@ func TestMigrateLine_AnotherLineHasItsOwnVersionTable(t *testing.T) {
 	if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, core); err != nil || applied != latest || core.Table != sqlitedriver.MigrationTable {
 		t.Fatalf("hookinbox's line: applied=%d latest=%d err=%v", applied, latest, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM hookinbox_migration`); n != core.Latest() {
-		t.Fatalf("hookinbox_migration has %d rows, want %d", n, core.Latest())
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_migration`); n != len(core.Migrations) {
+		t.Fatalf("hookinbox_migration has %d rows, want %d", n, len(core.Migrations))
 	}
 }
 
@@ -522,4 +522,16 @@ func TestWriteMigrations_ScriptMakesWhatMigrateMakes(t *testing.T) {
 	if strings.Contains(script(3), "RENAME") {
 		t.Fatal("script from version 3 names the rename step")
 	}
+}
+
+// migrationCount is the number of embedded migrations, one version-table row each.
+// Versions may skip numbers (taken by migrations of other branches), so it is not
+// the latest version.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	line, err := sqlitedriver.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(line.Migrations)
 }
