@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
@@ -436,4 +438,44 @@ func TestTrace_ForwardNATSCarriesTraceparent(t *testing.T) {
 	}
 	noErr(t, checkForward(spans, got))
 	noErr(t, leaks(spans))
+}
+
+// With no TracerProvider, the tracing call sites of a delivery and an attempt
+// allocate nothing: no span, no context, no attribute. A no-op provider instead (the
+// broken variant: tracing "off" by a no-op tracer) is seen to allocate. Not parallel:
+// AllocsPerRun counts the whole process's allocations.
+func TestTrace_OffAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, hookinbox.TraceCallSitesForTest(nil)); n != 0 {
+		t.Errorf("tracing off: %v allocations per delivery and attempt, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, hookinbox.TraceCallSitesForTest(noop.NewTracerProvider())); n == 0 {
+		t.Error("a no-op TracerProvider allocated nothing: the check cannot see an allocation")
+	}
+}
+
+// BenchmarkReceive_Tracing is BenchmarkReceive's async case with tracing off and on
+// (every span sampled, none exported), to show what tracing costs per delivery.
+func BenchmarkReceive_Tracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			var o setupOpts
+			if on {
+				tp := sdktrace.NewTracerProvider()
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				o.tracer = tp
+			}
+			tb := setupTB(b, o)
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ev := hookinbox.Event{Endpoint: epAsync, ID: fmt.Sprintf("evt_%d", n.Add(1)), Type: "invoice.paid", Payload: benchPayload}
+					if _, err := tb.inbox.Receive(tb.ctx, ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }

@@ -33,7 +33,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, nullString(p.TraceParent)}
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent}
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
@@ -68,7 +68,7 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		hashes           = make([][]byte, n)
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
-		traces           = make([]string, n)
+		traces           []string // nil (NULL, which unnest pads) while no receipt has one
 		position         = make(map[driver.Key]int, n)
 	)
 	for j, i := range order {
@@ -80,7 +80,13 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
 		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
-		hashes[j], traces[j] = p.BodySHA256, p.TraceParent
+		hashes[j] = p.BodySHA256
+		if p.TraceParent != "" {
+			if traces == nil {
+				traces = make([]string, n)
+			}
+			traces[j] = p.TraceParent
+		}
 	}
 	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
 		attempts, errs, delays, limits, hashes, traces}, position, nil
@@ -323,7 +329,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), nullString(p.TraceParent),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), p.TraceParent,
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))

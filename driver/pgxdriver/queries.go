@@ -41,7 +41,7 @@ VALUES ($1, $2, $3, $4, $5,
         now() + make_interval(secs => $10::float8), $11::integer,
         CASE WHEN $6::boolean THEN 'processed'
              WHEN $8::integer >= $11::integer THEN 'needs_review'
-             ELSE 'pending' END, $12::bytea, $13)
+             ELSE 'pending' END, $12::bytea, nullif($13::text, ''))
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING true`
 
@@ -246,7 +246,7 @@ SELECT count(*) FROM hookinbox_effect
 	sqlOutboxInsert = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
                     source_provider, source_endpoint, source_event_id, destination, trace_parent)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9::text, ''))
 RETURNING id`
 
 	// The messages are inserted in the order given (WITH ORDINALITY), so that their ids

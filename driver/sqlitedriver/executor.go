@@ -44,7 +44,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, nullString(p.TraceParent),
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent,
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -300,7 +300,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRowContext(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, string(p.Payload),
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), nullString(p.TraceParent),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), p.TraceParent,
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))

@@ -50,7 +50,7 @@ VALUES (?1, ?2, ?3, ?4, ?5,
         ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10, ?11,
         CASE WHEN ?6 THEN 'processed'
              WHEN ?8 >= ?11 THEN 'needs_review'
-             ELSE 'pending' END, ?12, ?13)
+             ELSE 'pending' END, ?12, nullif(?13, ''))
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
@@ -223,7 +223,7 @@ SELECT count(*) FROM hookinbox_effect
 	sqlOutboxInsert = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
                               source_provider, source_endpoint, source_event_id, destination, trace_parent)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, nullif(?9, ''))
 RETURNING id`
 
 	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,

@@ -35,7 +35,8 @@ type Tracing struct {
 	shutdown func(context.Context) error
 }
 
-// NewTracing reads the environment through lookup:
+// NewTracing reads the environment through lookup (the SDK itself reads the sampler,
+// the resource attributes and the exporter's details from the process's environment):
 //
 //   - OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as is) or OTEL_EXPORTER_OTLP_ENDPOINT
 //     (with /v1/traces appended): where to export; neither set means tracing is off.
@@ -75,9 +76,13 @@ func NewTracing(ctx context.Context, lookup func(string) (string, bool)) (*Traci
 	if err != nil {
 		return nil, fmt.Errorf("error creating the OTLP trace exporter for %s: %w", endpoint, err)
 	}
+	service := get("OTEL_SERVICE_NAME")
+	if service == "" {
+		service = "hookinbox"
+	}
 	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName("hookinbox")),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
+		resource.WithFromEnv(), // OTEL_RESOURCE_ATTRIBUTES
+		resource.WithAttributes(semconv.ServiceName(service)),
 		resource.WithTelemetrySDK(),
 	)
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
