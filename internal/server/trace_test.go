@@ -7,18 +7,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stripe/stripe-go/v82/webhook"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -176,5 +183,109 @@ func TestTracing_OffWithoutEndpoint(t *testing.T) {
 	})
 	if err == nil {
 		t.Error("OTEL_EXPORTER_OTLP_PROTOCOL=grpc was accepted; only http/protobuf is spoken")
+	}
+}
+
+// Database spans are opt-in (OpenOptions.TraceDB): when on, the handler's statements
+// are spans beneath the handler's span, with no statement's arguments (the payload
+// is one) in them; when off, there is none. A statement run outside a traced
+// operation (the migration) makes no span, so no trace starts at the database.
+func TestTracing_DBSpansAreOptInAndBeneathTheHandler(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			t.Parallel()
+			recorder := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			db := testdb.New(t)
+			u, err := url.Parse(testdb.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			q.Set("search_path", db.Schema)
+			u.RawQuery = q.Encode()
+			cfg := parseConfig(t, `
+endpoints:
+  - {name: billing, path: /b, provider: stripe, handler: billing, secrets_env: [S]}
+`)
+			ctx := context.Background()
+			b, err := Open(ctx, config.Database{Driver: config.DriverPostgres, URL: u.String()}, cfg,
+				OpenOptions{Logger: discardLogger(), TracerProvider: tp, TraceDB: on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			if _, err := b.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			body := []byte(`{"id":"evt_db_1","object":"event","type":"invoice.paid","created":1700000000,"data":{"object":` +
+				`{"id":"in_db_1","object":"invoice","customer":"cus_1","status":"paid","amount_paid":100,"currency":"eur","description":"` + otlpMarker + `"}}}`)
+			sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_test", Timestamp: time.Now()}).Header
+			req := httptest.NewRequest(http.MethodPost, "/b", bytes.NewReader(body))
+			req.Header.Set("Stripe-Signature", sig)
+			rec := httptest.NewRecorder()
+			b.Inbox.Endpoint("billing").ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("answer %d %s", rec.Code, rec.Body)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			var handle sdktrace.ReadOnlySpan
+			var dbSpans []sdktrace.ReadOnlySpan
+			for handle == nil || (on && len(dbSpans) == 0) {
+				if time.Now().After(deadline) {
+					t.Fatalf("handler span %v, %d database spans", handle != nil, len(dbSpans))
+				}
+				time.Sleep(5 * time.Millisecond)
+				handle, dbSpans = nil, nil
+				for _, s := range recorder.Ended() {
+					if s.Name() == "hookinbox.handle invoice.paid" {
+						handle = s
+					}
+					for _, kv := range s.Attributes() {
+						if kv.Key == "db.system.name" {
+							dbSpans = append(dbSpans, s)
+						}
+					}
+				}
+			}
+			if !on {
+				if len(dbSpans) > 0 {
+					t.Fatalf("database spans with TraceDB off: %d", len(dbSpans))
+				}
+				return
+			}
+			byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+			for _, s := range recorder.Ended() {
+				byID[s.SpanContext().SpanID()] = s
+			}
+			// beneath reports whether s descends from a span named name.
+			beneath := func(s sdktrace.ReadOnlySpan, name string) bool {
+				for p, ok := byID[s.Parent().SpanID()]; ok; p, ok = byID[p.Parent().SpanID()] {
+					if p.Name() == name {
+						return true
+					}
+				}
+				return false
+			}
+			underHandler := 0
+			for _, s := range dbSpans {
+				if s.SpanContext().TraceID() != handle.SpanContext().TraceID() || !beneath(s, "hookinbox.receive") {
+					t.Errorf("database span %q is not in the delivery's trace beneath its receipt", s.Name())
+				}
+				if beneath(s, "hookinbox.handle invoice.paid") {
+					underHandler++
+				}
+				for _, kv := range s.Attributes() {
+					if strings.Contains(kv.Value.Emit(), otlpMarker) {
+						t.Errorf("database span %q: %s carries the payload", s.Name(), kv.Key)
+					}
+				}
+			}
+			if underHandler == 0 {
+				t.Errorf("no database span beneath the handler's span among %d", len(dbSpans))
+			}
+		})
 	}
 }
