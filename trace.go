@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -78,14 +79,18 @@ func endSpan(span trace.Span, err error) {
 }
 
 // traceEndpoint wraps an endpoint's handler in an HTTP server span (otelhttp, with the
-// HTTP semantic conventions), continuing the trace of the request's traceparent when
-// the global propagator reads one.
+// HTTP semantic conventions). The span starts a trace of its own and links to the
+// span of a W3C traceparent the request carries, rather than continuing it: webhook
+// endpoints face the internet, and a sender must not choose the trace a delivery is
+// recorded in, nor (with a parent-based sampler) whether it is sampled.
 func (i *Inbox[TTx]) traceEndpoint(ep *endpoint, h http.Handler) http.Handler {
 	if i.trace.tracer == nil {
 		return h
 	}
 	return otelhttp.NewHandler(h, "hookinbox.endpoint",
 		otelhttp.WithTracerProvider(i.trace.provider),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
 		otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "POST " + ep.Name }),
 		otelhttp.WithSpanOptions(trace.WithAttributes(attrEndpoint.String(ep.Name), attrProvider.String(ep.provider))),
 	)

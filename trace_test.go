@@ -479,3 +479,34 @@ func BenchmarkReceive_Tracing(b *testing.B) {
 		})
 	}
 }
+
+// An endpoint faces the internet: a request's traceparent is linked from the server
+// span, not taken as its parent, so a sender cannot choose the trace or its sampling.
+func TestTrace_IncomingTraceparentIsLinkedNotContinued(t *testing.T) {
+	t.Parallel()
+	rec := newSpanRecorder(t)
+	b := setup(t, setupOpts{tracer: rec.tp})
+	srv := b.serve(t, b.inbox)
+	ev := invoiceEvent(epBilling, "evt_trace_in", "invoice.paid", "in_trace_in", 100)
+	const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/"+epBilling, bytes.NewReader(ev.Payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Stripe-Signature", signed(ev.Payload, testSecret, time.Now()))
+	req.Header.Set("traceparent", incoming)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	server := mustSpan(t, rec.waitFor(t, "POST billing"), "POST billing")
+	if server.Parent().IsValid() || server.SpanContext().TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("the server span continued the sender's trace (parent %v)", server.Parent())
+	}
+	links := server.Links()
+	if len(links) != 1 || links[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		links[0].SpanContext.SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("server span links %v, want the sender's span", links)
+	}
+}

@@ -8,9 +8,7 @@ import (
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -47,9 +45,6 @@ type Tracing struct {
 //   - OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service (default
 //     "hookinbox"); OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler
 //     (default parentbased_always_on), as the SDK reads them.
-//
-// It also sets the global propagator to W3C trace context and baggage, so that an
-// endpoint continues the trace of a request that carries a traceparent.
 func NewTracing(ctx context.Context, lookup func(string) (string, bool)) (*Tracing, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
 	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(get("OTEL_TRACES_EXPORTER"), "none") {
@@ -89,7 +84,6 @@ func NewTracing(ctx context.Context, lookup func(string) (string, bool)) (*Traci
 		return nil, fmt.Errorf("error reading the trace resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	on := get(EnvTraceDB)
 	return &Tracing{Provider: tp, Endpoint: endpoint, DB: on == "1" || strings.EqualFold(on, "true"), shutdown: tp.Shutdown}, nil
 }
