@@ -91,7 +91,12 @@ func (i *Inbox[TTx]) traceEndpoint(ep *endpoint, h http.Handler) http.Handler {
 		otelhttp.WithTracerProvider(i.trace.provider),
 		otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
-		otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "POST " + ep.Name }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if r.Method != http.MethodPost {
+				return "HTTP " + ep.Name // any other method: a bounded set of names
+			}
+			return "POST " + ep.Name
+		}),
 		otelhttp.WithSpanOptions(trace.WithAttributes(attrEndpoint.String(ep.Name), attrProvider.String(ep.provider))),
 	)
 }
