@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -50,6 +52,14 @@ type Config struct {
 	//
 	// Defaults to none.
 	Observer Observer
+
+	// TracerProvider receives OpenTelemetry spans: each request's server span, the
+	// signature check, the receipt and the handler, and each worker attempt, linked
+	// to the span that received its receipt. Spans name the event (provider,
+	// endpoint, id, type), never its payload, headers or secrets.
+	//
+	// Defaults to none: no span is made, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // EndpointConfig configures one endpoint.

@@ -39,9 +39,9 @@ func (i *Inbox[TTx]) Endpoint(name string) http.Handler {
 	if !ok {
 		panic(fmt.Sprintf("hookinbox: Endpoint %q is not configured", name))
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return i.traceEndpoint(ep, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i.serveEndpoint(w, r, ep)
-	})
+	}))
 }
 
 func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *endpoint) {
@@ -99,12 +99,14 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 
 	// Verification comes before any database call: nothing unverified is written.
 	// Schemes that sign the URL as well (Twilio, Square) verify the whole request.
+	vspan := i.startVerify(r.Context(), ep)
 	var v provider.Verified
 	if rv, ok := ep.Verifier.(provider.RequestVerifier); ok {
 		v, err = rv.VerifyRequest(r, body)
 	} else {
 		v, err = ep.Verifier.Verify(r.Header, body)
 	}
+	i.endVerify(r.Context(), vspan, v, err)
 	if err != nil {
 		d.refuse(w, err)
 		return
@@ -135,7 +137,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 
 	// v.Body is the body as received, except for a scheme whose bodies are not
 	// JSON (Twilio's forms), whose verifier gives the JSON of what it verified.
-	out, conflict, err := i.receive(r.Context(), Event{
+	out, conflict, err := i.receiveTraced(r.Context(), Event{
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body,
 	})
 	d.conflict = conflict

@@ -95,6 +95,8 @@ func (e *PanicError) Unwrap() error {
 // callHandler runs fn, turning a panic into a *PanicError that is logged with its
 // stack (and the event's key and type, never its payload).
 func (i *Inbox[TTx]) callHandler(ctx context.Context, fn HandlerFunc[TTx], tx TTx, ev Event) (err error) {
+	ctx, span := i.startHandler(ctx, &ev)
+	defer func() { endSpan(span, err) }()
 	defer func() {
 		if v := recover(); v != nil {
 			perr := &PanicError{Value: v, Stack: debug.Stack()}
@@ -110,6 +112,8 @@ func (i *Inbox[TTx]) callHandler(ctx context.Context, fn HandlerFunc[TTx], tx TT
 // callBatchHandler runs fn as callHandler runs a handler; a panic is logged with the
 // batch's endpoint and size.
 func (i *Inbox[TTx]) callBatchHandler(ctx context.Context, fn BatchHandlerFunc[TTx], tx TTx, evs []Event) (err error) {
+	ctx, span := i.startBatchHandler(ctx, evs)
+	defer func() { endSpan(span, err) }()
 	defer func() {
 		if v := recover(); v != nil {
 			perr := &PanicError{Value: v, Stack: debug.Stack()}

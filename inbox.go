@@ -25,6 +25,7 @@ type Inbox[TTx any] struct {
 	worker    WorkerConfig
 	logger    *slog.Logger
 	observer  Observer
+	trace     tracing
 
 	mu       sync.RWMutex
 	handlers map[handlerKey]HandlerFunc[TTx]
@@ -76,6 +77,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		i.logger = slog.Default()
 	}
 	i.observer = config.Observer
+	i.trace = newTracing(config.TracerProvider)
 	if i.observer == nil {
 		i.observer = nopObserver{}
 	}

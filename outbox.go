@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/internal/tracectx"
 )
 
 // OutboxMessage is a downstream notification written by a handler.
@@ -47,6 +48,7 @@ func InsertOutboxBatchTx[TDriver driver.Driver[TTx], TTx any](ctx context.Contex
 		if err != nil {
 			return err
 		}
+		p.TraceParent = tracectx.Format(ctx)
 		ps[k] = p
 	}
 	var d TDriver
@@ -58,6 +60,8 @@ func insertOutbox(ctx context.Context, ex driver.Executor, source Event, msg Out
 	if err != nil {
 		return 0, err
 	}
+	// The dispatcher's delivery continues the trace of the handler that wrote it.
+	p.TraceParent = tracectx.Format(ctx)
 	return ex.OutboxInsert(ctx, p)
 }
 

@@ -35,7 +35,7 @@ const (
 // Conflicts) and logged with both bodies' SHA-256: a provider's bug, a replay with a
 // changed body under a leaked secret, or two senders sharing one id space.
 func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
-	out, _, err := i.receive(ctx, ev)
+	out, _, err := i.receiveTraced(ctx, ev)
 	return out, err
 }
 
@@ -156,6 +156,7 @@ func (i *Inbox[TTx]) receiveAfterHandlerFailure(ctx context.Context, ev Event, h
 	p.LastError = errorText(herr.Err)
 	p.Delay = i.worker.RetryDelayFunc(1)
 	p.MaxAttempts = i.worker.MaxAttempts
+	p.TraceParent = i.traceParent(ctx)
 	inserted, err := i.driver.Executor().InboxInsert(ctx, p)
 	if err != nil {
 		return "", errors.Join(herr, err)
@@ -175,7 +176,7 @@ func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool
 	if processed {
 		outcome = string(out)
 	}
-	inserted, err := i.accept(ctx, i.receiptParams(ev, processed, Outcome(outcome)))
+	inserted, err := i.accept(ctx, i.withTraceParent(ctx, i.receiptParams(ev, processed, Outcome(outcome))))
 	if err != nil {
 		return "", err
 	}

@@ -58,6 +58,7 @@ func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, d *syncDelivery[TTx
 // that safe even when the failed commit did in fact commit (the retry then finds the
 // receipt and answers duplicate, which is what the delivery is).
 func (i *Inbox[TTx]) receiveGroup(ctx context.Context, group []*syncDelivery[TTx]) ([]syncResult, error) {
+	traceGroup(group)
 	res := make([]syncResult, len(group))
 	handled := make([]bool, len(group)) // by the shared transaction, which committed
 	if len(group) > 1 {
@@ -165,6 +166,7 @@ units:
 		herr := res[n].err
 		p := i.receiptParams(d.ev, false, "")
 		p.Attempts, p.LastError, p.Delay, p.MaxAttempts = 1, errorText(errors.Unwrap(herr)), i.worker.RetryDelayFunc(1), i.worker.MaxAttempts
+		p.TraceParent = i.traceParent(d.ctx)
 		inserted, err := tx.InboxInsert(ctx, p)
 		if err != nil {
 			return nil, err

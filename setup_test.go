@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
@@ -42,6 +43,8 @@ type setupOpts struct {
 	logs *lockedBuffer
 	// pollOnly turns off waking other processes.
 	pollOnly bool
+	// tracer, when set, receives the inbox's spans.
+	tracer trace.TracerProvider
 }
 
 // The test endpoints: one per mode, plus a second sync endpoint to show that the
@@ -124,6 +127,8 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 		Sync:     o.sync,
 		PollOnly: o.pollOnly,
 		Logger:   testLoggerTo(t, o.logs),
+
+		TracerProvider: o.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)

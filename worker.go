@@ -140,7 +140,9 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt, 
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease/2)
 	defer cancel()
+	pctx, span := i.startBatchAttempt(pctx, batch)
 	done, err := i.processTogether(pctx, batch, &driver.AttemptBy{Worker: worker, StartedAt: start})
+	endSpan(span, err)
 	if err != nil {
 		for n, r := range batch {
 			if ctx.Err() != nil {
@@ -232,7 +234,9 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 	defer cancel()
 	start := time.Now()
 	by := &driver.AttemptBy{Worker: worker, StartedAt: start}
+	pctx, span := i.startAttempt(pctx, r)
 	err := i.process(pctx, r.Key, by)
+	endAttempt(span, err)
 	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
 	defer func() {
 		info.Latency = time.Since(start)

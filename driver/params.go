@@ -33,6 +33,9 @@ type Receipt struct {
 	BodySHA256 []byte
 	// Conflicts counts later deliveries of the key with another body.
 	Conflicts int
+	// TraceParent is the W3C traceparent of the span that wrote the row, "" when
+	// tracing was off (schema version 6).
+	TraceParent string
 }
 
 // The states of a receipt or an outbox message, as stored in its state column.
@@ -73,6 +76,10 @@ type InboxInsertParams struct {
 	// BodySHA256 is the SHA-256 of the body as received, stored to tell a later
 	// delivery of the key with another body.
 	BodySHA256 []byte
+
+	// TraceParent is the W3C traceparent of the span that received the event, stored
+	// so that a worker's attempt can link to it; "" stores NULL.
+	TraceParent string
 }
 
 // InboxClaimParams select and lease a receipt for a worker.
@@ -182,6 +189,9 @@ type OutboxInsertParams struct {
 	// Destination names the sink that delivers the message; empty means the
 	// dispatcher's default.
 	Destination string
+	// TraceParent is the W3C traceparent of the span that wrote the message, which
+	// the dispatcher's delivery continues; "" stores NULL.
+	TraceParent string
 }
 
 // OutboxMessage is a row of the outbox as the dispatcher sees it.
@@ -203,6 +213,9 @@ type OutboxMessage struct {
 	PublishedAt *time.Time
 	// State is StatePending, StatePublished, StateNeedsReview or StateDiscarded.
 	State string
+	// TraceParent is the W3C traceparent of the span that wrote the message, "" when
+	// tracing was off (schema version 6).
+	TraceParent string
 }
 
 // OutboxClaimParams select and lease messages for a dispatcher.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookinbox/hookinbox/driver"
 )
 
@@ -82,6 +84,14 @@ type Config struct {
 	// ObserveFunc, when set, is called after every delivery attempt with the sink's
 	// name and the result ("delivered", "failed", "stale"), e.g. for metrics.
 	ObserveFunc func(sink, result string, latency time.Duration)
+
+	// TracerProvider receives a client span per delivery, in the trace of the handler
+	// that wrote the message; the sinks send its W3C traceparent downstream (an HTTP
+	// header, a NATS message header). Spans name the message and its source event,
+	// never the payload.
+	//
+	// Defaults to none: no span is made, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -155,6 +165,7 @@ type Dispatcher struct {
 	config       Config
 	destinations []string
 	wake         chan struct{}
+	tracer       trace.Tracer // nil: tracing off
 }
 
 // NewDispatcher returns a dispatcher on the executor of a driver (Driver.Executor()).
@@ -167,6 +178,9 @@ func NewDispatcher(ex driver.Executor, config *Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{ex: ex, config: c, wake: make(chan struct{}, 1)}
+	if c.TracerProvider != nil {
+		d.tracer = c.TracerProvider.Tracer(TracerName)
+	}
 	for name := range c.Sinks {
 		d.destinations = append(d.destinations, name)
 	}
@@ -352,7 +366,10 @@ func (d *Dispatcher) deliver(ctx context.Context, m *Message) (string, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, d.config.DeliveryTimeout)
 	defer cancel()
-	return name, d.callSink(dctx, sink, name, m)
+	dctx, span := d.startDelivery(dctx, name, m)
+	err := d.callSink(dctx, sink, name, m)
+	endDelivery(span, err)
+	return name, err
 }
 
 // callSink delivers m, turning a sink's panic into that delivery's failure, so that

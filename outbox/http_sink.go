@@ -40,6 +40,7 @@ func (s *HTTPSink) Deliver(ctx context.Context, m *Message) error {
 	for k, v := range m.Headers() {
 		req.Header.Set(k, v)
 	}
+	injectHTTP(ctx, req.Header)
 	client := s.Client
 	if client == nil {
 		client = noRedirects

@@ -38,7 +38,8 @@ type Message struct {
 	// refuse a delivery from a dispatcher whose lease ran out.
 	FencingToken int64
 
-	maxAttempts int // the claim's limit, stored with the row
+	maxAttempts int    // the claim's limit, stored with the row
+	traceParent string // the trace context of the handler that wrote it
 }
 
 // Source identifies the inbox receipt whose processing wrote a message.
@@ -57,6 +58,7 @@ func messageFrom(m *driver.OutboxMessage) *Message {
 		ID: m.ID, AggregateType: m.AggregateType, AggregateID: m.AggregateID, EventType: m.EventType,
 		Payload: m.Payload, Source: sourceFrom(m.Source), Destination: m.Destination, CreatedAt: m.CreatedAt,
 		Attempt: m.Attempts, FencingToken: m.ClaimToken, maxAttempts: m.MaxAttempts,
+		traceParent: m.TraceParent,
 	}
 }
 

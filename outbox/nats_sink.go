@@ -34,6 +34,7 @@ func (s *NATSSink) Deliver(ctx context.Context, m *Message) error {
 		msg.Header.Set(k, v)
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, m.IdempotencyKey())
+	injectNATS(ctx, msg.Header)
 	ack, err := s.JetStream.PublishMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("error publishing to %s: %w", s.Subject, err)

@@ -63,7 +63,14 @@ migrate" first (/readyz says so until then).
 On SIGTERM or SIGINT serve stops accepting connections, lets in-flight requests,
 events and outbox deliveries in progress finish within shutdown_timeout, and exits 0
 (1 if the deadline passed). A second signal exits at once with 128+signal. Either
-way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.`,
+way nothing that was answered 2xx is lost: a 2xx is only ever sent after commit.
+
+Tracing (OpenTelemetry) is on when OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: spans go there over OTLP/HTTP
+(protobuf), named by OTEL_SERVICE_NAME (default hookinbox) and sampled as
+OTEL_TRACES_SAMPLER says; HOOKINBOX_TRACE_DB=true adds a span per PostgreSQL
+statement. Without an endpoint no span is made. Spans name the event (provider,
+endpoint, id, type), never its body or a secret.`,
 		Example: `  STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml
   STRIPE_WEBHOOK_SECRET=whsec_... hookinbox serve --config examples/hookinbox.yaml --database-url postgres://postgres@127.0.0.1:5432/postgres`,
 		Args: args(cobra.NoArgs),
@@ -124,9 +131,15 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, db config.Database,
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
 
+	tracing, err := a.startTracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer a.stopTracing(tracing, logger)
 	metrics := server.NewMetrics()
 	backend, err := server.Open(ctx, db, cfg, server.OpenOptions{
 		Logger: logger, Observer: metrics, Dispatch: true, OutboxObserver: metrics,
+		TracerProvider: tracing.Provider, TraceDB: tracing.DB,
 	})
 	if err != nil {
 		if errors.Is(err, server.ErrUnsupportedDatabase) {

@@ -33,7 +33,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256}
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent}
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
@@ -68,6 +68,7 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		hashes           = make([][]byte, n)
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
+		traces           []string // nil (NULL, which unnest pads) while no receipt has one
 		position         = make(map[driver.Key]int, n)
 	)
 	for j, i := range order {
@@ -80,9 +81,15 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
 		hashes[j] = p.BodySHA256
+		if p.TraceParent != "" {
+			if traces == nil {
+				traces = make([]string, n)
+			}
+			traces[j] = p.TraceParent
+		}
 	}
 	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits, hashes}, position, nil
+		attempts, errs, delays, limits, hashes, traces}, position, nil
 }
 
 // scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no
@@ -341,7 +348,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), p.TraceParent,
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
@@ -357,15 +364,15 @@ func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInse
 	var (
 		aggTypes, aggIDs, types, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		providers, endpoints, eventIDs    = make([]string, n), make([]string, n), make([]string, n)
-		destinations                      = make([]string, n)
+		destinations, traces              = make([]string, n), make([]string, n)
 	)
 	for i, p := range ps {
 		aggTypes[i], aggIDs[i], types[i], payloads[i] = p.AggregateType, p.AggregateID, p.EventType, string(p.Payload)
 		providers[i], endpoints[i], eventIDs[i] = p.Source.Provider, p.Source.Endpoint, p.Source.EventID
-		destinations[i] = p.Destination
+		destinations[i], traces[i] = p.Destination, p.TraceParent
 	}
 	if _, err := e.db.Exec(ctx, sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
-		providers, endpoints, eventIDs, destinations); err != nil {
+		providers, endpoints, eventIDs, destinations, traces); err != nil {
 		return translate(fmt.Errorf("error inserting outbox messages: %w", err))
 	}
 	return nil
@@ -384,7 +391,7 @@ func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
 	var r driver.Receipt
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
 		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
-		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts)
+		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts, &r.TraceParent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

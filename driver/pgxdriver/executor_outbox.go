@@ -124,6 +124,6 @@ func scanOutboxMessage(row pgx.CollectableRow) (*driver.OutboxMessage, error) {
 	var m driver.OutboxMessage
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &m.Payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &m.PublishedAt, &m.State)
+		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &m.PublishedAt, &m.State, &m.TraceParent)
 	return &m, err
 }

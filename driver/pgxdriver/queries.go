@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS %s (
 	// do not, so that they always use the primary key (see migration 003).
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
-       coalesce(outcome, ''), state, body_sha256, conflicts`
+       coalesce(outcome, ''), state, body_sha256, conflicts, coalesce(trace_parent, '')`
 
 	// ON CONFLICT DO NOTHING waits for an uncommitted insert of the same key: it
 	// reports a conflict if that transaction commits and inserts if it rolls back. That
@@ -35,13 +35,13 @@ CREATE TABLE IF NOT EXISTS %s (
 	sqlInboxInsert = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent)
 VALUES ($1, $2, $3, $4, $5,
         CASE WHEN $6::boolean THEN now() END, $7, $8::integer, $9,
         now() + make_interval(secs => $10::float8), $11::integer,
         CASE WHEN $6::boolean THEN 'processed'
              WHEN $8::integer >= $11::integer THEN 'needs_review'
-             ELSE 'pending' END, $12::bytea)
+             ELSE 'pending' END, $12::bytea, nullif($13::text, ''))
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING true`
 
@@ -52,18 +52,18 @@ RETURNING true`
 	sqlInboxInsertMany = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent)
 SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
        CASE WHEN b.processed THEN now() END, nullif(b.outcome, ''), b.attempts, nullif(b.last_error, ''),
        now() + make_interval(secs => b.delay), nullif(b.max_attempts, 0),
        CASE WHEN b.processed THEN 'processed'
             WHEN b.max_attempts > 0 AND b.attempts >= b.max_attempts THEN 'needs_review'
             ELSE 'pending' END,
-       b.body_sha256
+       b.body_sha256, nullif(b.trace_parent, '')
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
-              $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[])
+              $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[], $13::text[])
        AS b(provider, endpoint, event_id, event_type, payload, processed, outcome,
-            attempts, last_error, delay, max_attempts, body_sha256)
+            attempts, last_error, delay, max_attempts, body_sha256, trace_parent)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING provider, endpoint, event_id`
 
@@ -117,7 +117,8 @@ UPDATE hookinbox_inbox AS w
  WHERE (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
 RETURNING w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.received_at,
           w.available_at, w.attempts, coalesce(w.max_attempts, 0), coalesce(w.last_error, ''),
-          w.processed_at, coalesce(w.outcome, ''), w.state, w.body_sha256, w.conflicts`
+          w.processed_at, coalesce(w.outcome, ''), w.state, w.body_sha256, w.conflicts,
+          coalesce(w.trace_parent, '')`
 
 	sqlInboxExtendLease = `
 UPDATE hookinbox_inbox
@@ -287,26 +288,28 @@ SELECT count(*) FROM hookinbox_effect
 
 	sqlOutboxInsert = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
-                    source_provider, source_endpoint, source_event_id, destination)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    source_provider, source_endpoint, source_event_id, destination, trace_parent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9::text, ''))
 RETURNING id`
 
 	// The messages are inserted in the order given (WITH ORDINALITY), so that their ids
 	// follow it, as a loop of sqlOutboxInsert's would.
 	sqlOutboxInsertMany = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
-                    source_provider, source_endpoint, source_event_id, destination)
+                    source_provider, source_endpoint, source_event_id, destination, trace_parent)
 SELECT m.aggregate_type, m.aggregate_id, m.event_type, m.payload::jsonb,
-       m.source_provider, m.source_endpoint, m.source_event_id, nullif(m.destination, '')
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+       m.source_provider, m.source_endpoint, m.source_event_id, nullif(m.destination, ''),
+       nullif(m.trace_parent, '')
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+              $9::text[])
        WITH ORDINALITY AS m(aggregate_type, aggregate_id, event_type, payload,
-                            source_provider, source_endpoint, source_event_id, destination, n)
+                            source_provider, source_endpoint, source_event_id, destination, trace_parent, n)
  ORDER BY m.n`
 
 	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,
        source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
        created_at, attempts, coalesce(max_attempts, 0), coalesce(claim_token, 0),
-       coalesce(last_error, ''), published_at, state`
+       coalesce(last_error, ''), published_at, state, coalesce(trace_parent, '')`
 
 	// Each claimed row gets its own token from the sequence, so tokens only grow: a
 	// later claim of the same row always holds a larger one. A row whose attempts are
@@ -330,7 +333,7 @@ UPDATE hookinbox_outbox AS o
 RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
           o.source_provider, o.source_endpoint, o.source_event_id, coalesce(o.destination, ''),
           o.created_at, o.attempts, o.max_attempts, o.claim_token, coalesce(o.last_error, ''),
-          o.published_at, o.state`
+          o.published_at, o.state, coalesce(o.trace_parent, '')`
 
 	// The fence: a dispatcher whose lease ran out holds an older token and changes
 	// nothing.

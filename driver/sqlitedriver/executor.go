@@ -44,7 +44,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256,
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent,
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -330,7 +330,7 @@ func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParam
 	var id int64
 	err := e.db.QueryRowContext(ctx, sqlOutboxInsert,
 		p.AggregateType, p.AggregateID, p.EventType, string(p.Payload),
-		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination),
+		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), p.TraceParent,
 	).Scan(&id)
 	if err != nil {
 		return 0, translate(fmt.Errorf("error inserting outbox message: %w", err))
@@ -362,7 +362,7 @@ func scanReceipt(row scanner) (*driver.Receipt, error) {
 	var processed sql.NullInt64
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &payload,
 		&received, &available, &r.Attempts, &r.MaxAttempts, &r.LastError, &processed, &r.Outcome, &r.State,
-		&r.BodySHA256, &r.Conflicts)
+		&r.BodySHA256, &r.Conflicts, &r.TraceParent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

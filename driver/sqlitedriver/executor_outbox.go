@@ -192,7 +192,7 @@ func scanOutboxMessage(row scanner) (*driver.OutboxMessage, error) {
 	var published sql.NullInt64
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&created, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &published, &m.State)
+		&created, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &published, &m.State, &m.TraceParent)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLAT
 
 	sqlReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
-       coalesce(outcome, ''), state, body_sha256, conflicts`
+       coalesce(outcome, ''), state, body_sha256, conflicts, coalesce(trace_parent, '')`
 
 	// DO NOTHING turns a second copy into a duplicate. Copies never race inside
 	// SQLite: the transaction that runs this took the database's write lock at BEGIN
@@ -44,12 +44,13 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLAT
 	sqlInboxInsert = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256)
+        received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256,
+        trace_parent)
 VALUES (?1, ?2, ?3, ?4, ?5,
         ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10, ?11,
         CASE WHEN ?6 THEN 'processed'
              WHEN ?8 >= ?11 THEN 'needs_review'
-             ELSE 'pending' END, ?12)
+             ELSE 'pending' END, ?12, nullif(?13, ''))
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
@@ -242,14 +243,14 @@ SELECT count(*) FROM hookinbox_effect
 
 	sqlOutboxInsert = `
 INSERT INTO hookinbox_outbox (aggregate_type, aggregate_id, event_type, payload,
-                              source_provider, source_endpoint, source_event_id, destination)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                              source_provider, source_endpoint, source_event_id, destination, trace_parent)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, nullif(?9, ''))
 RETURNING id`
 
 	sqlOutboxColumns = `id, aggregate_type, aggregate_id, event_type, payload,
        source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
        created_at, attempts, coalesce(max_attempts, 0), coalesce(claim_token, 0),
-       coalesce(last_error, ''), published_at, state`
+       coalesce(last_error, ''), published_at, state, coalesce(trace_parent, '')`
 
 	// Each claimed row gets its own token: the counter's value plus the row's rank in
 	// the claim. sqlSequenceAdvance then moves the counter past the largest of them in

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
@@ -91,6 +92,11 @@ type OpenOptions struct {
 	Dispatch bool
 	// OutboxObserver is told of every outbox delivery when Dispatch is set.
 	OutboxObserver OutboxObserver
+
+	// TracerProvider receives the inbox's and the dispatcher's spans; nil is off.
+	TracerProvider trace.TracerProvider
+	// TraceDB adds a span per PostgreSQL statement (otelpgx) when tracing is on.
+	TraceDB bool
 }
 
 // Open opens db and builds an inbox for cfg's endpoints, with the built-in handlers
@@ -114,6 +120,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if !strings.Contains(db.URL, "pool_max_conns") {
 			pcfg.MaxConns = poolSize(cfg)
 		}
+		traceDB(pcfg, opts)
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return nil, fmt.Errorf("error opening database pool: %w", err)
@@ -209,7 +216,9 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 	if b.Dispatching() {
 		observer = &wakeDispatcher{Observer: observer, notify: b.Outbox.Notify, endpoints: outboxWriters(cfg)}
 	}
-	inbox, err := hookinbox.New(drv, inboxConfig(cfg, opts.Logger, observer))
+	hc := inboxConfig(cfg, opts.Logger, observer)
+	hc.TracerProvider = opts.TracerProvider
+	inbox, err := hookinbox.New(drv, hc)
 	if err != nil {
 		b.close()
 		return nil, err
@@ -241,6 +250,7 @@ func (b *Backend) NATSState() (string, bool) { return b.sinks.natsState() }
 func outboxConfig(cfg *config.Config, s *sinks, opts OpenOptions) *outbox.Config {
 	oc := cfg.Outbox
 	oc.Logger = opts.Logger
+	oc.TracerProvider = opts.TracerProvider
 	if s != nil {
 		oc.Sinks, oc.DefaultSink = s.byName, s.defaultSink
 		if opts.OutboxObserver != nil {
