@@ -2,6 +2,7 @@ package hookinbox
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/hookinbox/hookinbox/provider"
@@ -29,8 +30,17 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 		d.secretIndex = v.SecretIndex
 	}
 	outs, err := i.ReceiveBatch(r.Context(), evs)
-	if errors.Is(err, ErrBatchIncomplete) {
-		d.fail(w, http.StatusInternalServerError, "error", "some events of the batch failed; retry the request", err)
+	var be *BatchError
+	if errors.As(err, &be) {
+		switch {
+		case be.Refused():
+			d.fail(w, http.StatusBadRequest, "invalid_event", fmt.Sprintf("%d events of the batch refused by the database; the others were recorded", len(be.Failed)), err)
+		case be.Unavailable():
+			w.Header().Set("Retry-After", "5")
+			d.fail(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable; retry the request", err)
+		default:
+			d.fail(w, http.StatusInternalServerError, "error", "some events of the batch failed; retry the request", err)
+		}
 		return
 	}
 	if err != nil {

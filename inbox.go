@@ -38,6 +38,9 @@ type Inbox[TTx any] struct {
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
+	// batchMax bounds the events of a ReceiveBatch per statement (async) and per
+	// transaction (sync and hybrid): the group commits' MaxBatch.
+	batchMax [2]int
 	// syncer commits sync and hybrid deliveries in shared transactions.
 	syncer *groupcommit.Committer[*syncDelivery[TTx], syncResult]
 
@@ -98,6 +101,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
 	i.syncer = i.newSyncer(sync)
+	i.batchMax = [2]int{accept.MaxBatch, sync.MaxBatch}
 	i.remote = newRemoteWaker(d, config.PollOnly)
 	for _, ec := range config.Endpoints {
 		ec = ec.withDefaults()

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/internal/reqcheck"
 )
 
 // ErrInvalidEvent means a verified event cannot be recorded: it has no id or type, an
@@ -113,6 +115,10 @@ func checkEvent(ev Event, ep *endpoint) error {
 		return fmt.Errorf("%w: event id longer than %d bytes", ErrInvalidEvent, maxEventIDBytes)
 	case len(ev.Type) > maxEventTypeBytes:
 		return fmt.Errorf("%w: event type longer than %d bytes", ErrInvalidEvent, maxEventTypeBytes)
+	case !reqcheck.KeyText(ev.ID) || !reqcheck.KeyText(ev.Type):
+		return fmt.Errorf("%w: event id or type is not UTF-8 text without control characters", ErrInvalidEvent)
+	case !utf8.Valid(ev.Payload):
+		return fmt.Errorf("%w: payload is not valid UTF-8", ErrInvalidEvent)
 	case !json.Valid(ev.Payload):
 		return fmt.Errorf("%w: payload is not JSON", ErrInvalidEvent)
 	}
@@ -207,8 +213,9 @@ func (i *Inbox[TTx]) receiptParams(ev Event, processed bool, out Outcome) *drive
 func errorText(err error) string {
 	s := err.Error()
 	if len(s) > maxLastErrorBytes {
-		// Cut on a rune boundary: PostgreSQL refuses invalid UTF-8.
-		s = strings.ToValidUTF8(s[:maxLastErrorBytes], "")
+		s = s[:maxLastErrorBytes]
 	}
-	return s
+	// Text PostgreSQL stores: valid UTF-8 (a cut may split a rune, a handler may quote
+	// bytes) and no NUL, or the failure could not be recorded at all.
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\ufffd"), "\x00", "\\0")
 }

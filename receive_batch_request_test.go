@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,5 +364,115 @@ func TestBatchRequest_SendGridEventArrays(t *testing.T) {
 	var n int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_inbox WHERE provider = 'sendgrid' AND payload ? 'sg_event_id'`).Scan(&n); err != nil || n != 4 {
 		t.Fatalf("%d receipts, each the event's own JSON, want 4 (%v)", n, err)
+	}
+}
+
+// One item the database refuses (a JSON \u0000, which jsonb cannot hold) does not
+// keep the others of the request out: the statement is split until it stands alone,
+// the others are recorded, and the answer names the refusal (found by review).
+func TestBatchRequest_AsyncRefusedItemIsIsolated(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	evs := []hookinbox.Event{
+		{Endpoint: "array_async", ID: "e1", Type: "thing.done", Payload: []byte(`{"id":"e1"}`)},
+		{Endpoint: "array_async", ID: "e2", Type: "thing.done", Payload: []byte(`{"id":"e2","note":"\u0000"}`)},
+		{Endpoint: "array_async", ID: "e3", Type: "thing.done", Payload: []byte(`{"id":"e3"}`)},
+		{Endpoint: "array_async", ID: "e2", Type: "thing.done", Payload: []byte(`{"id":"e2","note":"\u0000"}`)},
+	}
+	outs, err := a.inbox.ReceiveBatch(a.ctx, evs)
+	var be *hookinbox.BatchError
+	if !errors.As(err, &be) || !be.Refused() || len(be.Failed) != 2 || be.Failed[1] == nil || be.Failed[3] == nil {
+		t.Fatalf("ReceiveBatch: %v, want events 1 and 3 refused", err)
+	}
+	if outs[0] != hookinbox.OutcomeAccepted || outs[2] != hookinbox.OutcomeAccepted {
+		t.Fatalf("outcomes %v", outs)
+	}
+	if n := a.receipts(t, "array_async"); n != 2 {
+		t.Fatalf("%d receipts, want e1 and e3", n)
+	}
+}
+
+// When the shared transaction fails as a whole (here one handler's failure wraps a
+// deadline, which fails the group), the events are received alone: the others commit,
+// and on a hybrid endpoint the failed one is kept pending (found by review).
+func TestBatchRequest_GroupFailureFallsBackToEachAlone(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	slow := func(context.Context, pgx.Tx, hookinbox.Event) error {
+		return fmt.Errorf("its own lookup timed out: %w", context.DeadlineExceeded)
+	}
+	a.inbox.Handle("array_sync", "thing.slow", slow)
+	a.inbox.Handle("array_hybrid", "thing.slow", slow)
+	for _, ep := range []string{"array_sync", "array_hybrid"} {
+		evs := []hookinbox.Event{
+			{Endpoint: ep, ID: "e1", Type: "thing.done", Payload: []byte(`{"id":"e1"}`)},
+			{Endpoint: ep, ID: "e2", Type: "thing.slow", Payload: []byte(`{"id":"e2"}`)},
+			{Endpoint: ep, ID: "e3", Type: "thing.done", Payload: []byte(`{"id":"e3"}`)},
+		}
+		outs, err := a.inbox.ReceiveBatch(a.ctx, evs)
+		n := a.receipts(t, ep)
+		switch ep {
+		case "array_sync":
+			if !errors.Is(err, hookinbox.ErrBatchIncomplete) || n != 2 || outs[0] != hookinbox.OutcomeProcessed || outs[2] != hookinbox.OutcomeProcessed {
+				t.Errorf("%s: %v, %v, %d receipts; want e1 and e3 processed, e2 failed", ep, outs, err, n)
+			}
+		case "array_hybrid":
+			if err != nil || n != 3 || outs[1] != hookinbox.OutcomeAccepted {
+				t.Errorf("%s: %v, %v, %d receipts; want e2 kept pending and no error", ep, outs, err, n)
+			}
+		}
+	}
+}
+
+// More events than one shared transaction takes (Config.Sync's MaxBatch, 32) are
+// received in several, each processed once.
+func TestBatchRequest_SyncLargerThanOneTransaction(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	var items [][2]string
+	for k := range 70 {
+		items = append(items, [2]string{fmt.Sprintf("e%02d", k), "thing.done"})
+	}
+	if got := a.post(t, "array_sync", items...); got.status != 200 || got.outcomes["processed"] != 70 {
+		t.Fatalf("answer %+v", got)
+	}
+	if n := a.count(t, `SELECT count(DISTINCT event_id) FROM test_effects`); n != 70 || a.count(t, `SELECT count(*) FROM test_effects`) != 70 {
+		t.Fatalf("%d events applied, want each of 70 once", n)
+	}
+}
+
+// A hybrid handler's error whose text the database cannot store as is (a NUL byte)
+// is still a handler failure kept pending, never a refused payload (found by review).
+func TestReceive_HybridErrorTextWithNULIsKeptPending(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	a.inbox.Handle("array_hybrid", "thing.nul", func(context.Context, pgx.Tx, hookinbox.Event) error {
+		return errors.New("upstream said \x00 and \xff")
+	})
+	out, err := a.inbox.Receive(a.ctx, hookinbox.Event{Endpoint: "array_hybrid", ID: "n1", Type: "thing.nul", Payload: []byte(`{}`)})
+	if err != nil || out != hookinbox.OutcomeAccepted {
+		t.Fatalf("Receive: %s, %v; want accepted", out, err)
+	}
+	if r := a.receipt(t, "array_hybrid", "n1"); r == nil || r.State != hookinbox.StatePending || !strings.Contains(r.LastError, "upstream said") {
+		t.Fatalf("receipt %+v", r)
+	}
+}
+
+// Receive refuses what the HTTP path refuses: ids and types with control characters,
+// payloads that are not UTF-8.
+func TestReceive_KeysAreTextAndPayloadsUTF8(t *testing.T) {
+	t.Parallel()
+	a := setupArray(t)
+	for _, ev := range []hookinbox.Event{
+		{Endpoint: "array_async", ID: "a\nb", Type: "thing.done", Payload: []byte(`{}`)},
+		{Endpoint: "array_async", ID: "ok", Type: "thing\x01", Payload: []byte(`{}`)},
+		{Endpoint: "array_async", ID: "ok", Type: "thing.done", Payload: []byte("{\"a\":\"\xff\"}")},
+	} {
+		if _, err := a.inbox.Receive(a.ctx, ev); !errors.Is(err, hookinbox.ErrInvalidEvent) {
+			t.Errorf("%q %q: %v, want ErrInvalidEvent", ev.ID, ev.Type, err)
+		}
+	}
+	if n := a.count(t, `SELECT count(*) FROM hookinbox_inbox`); n != 0 {
+		t.Fatalf("%d receipts written", n)
 	}
 }

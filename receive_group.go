@@ -87,6 +87,9 @@ func (i *Inbox[TTx]) handlerContext(group context.Context, d *syncDelivery[TTx])
 }
 
 func (i *Inbox[TTx]) receiveAlone(ctx context.Context, d *syncDelivery[TTx]) (Outcome, error) {
+	if d.fn == nil {
+		return i.insertReceipt(ctx, d.ev, true, OutcomeIgnored) // a batch's event with no handler
+	}
 	out, err := i.receiveSync(ctx, d.ev, d.fn)
 	var herr *HandlerError
 	if !d.hybrid || !errors.As(err, &herr) {
