@@ -236,6 +236,10 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 	if err != nil {
 		return err
 	}
+	if f.syncFlushers > 0 {
+		cfg.Sync.Flushers = f.syncFlushers
+		r.Settings.SyncFlushers = f.syncFlushers
+	}
 	if f.mode == benchDrain || f.mode == benchForward {
 		r.Settings.Workers = f.workers
 	}
