@@ -263,4 +263,3 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		t.Errorf("synchronous standby: %d events answered 2xx are missing on the new primary: %v", len(lost), lost[:min(len(lost), 10)])
 	}
 }
-
