@@ -7,12 +7,14 @@
 #
 #   ./scripts/failover.sh          # synchronous standby: no acknowledged event may be lost
 #   ./scripts/failover.sh async    # asynchronous standby: counts the acknowledged events lost
+#   ./scripts/failover.sh single   # the broken variant: serve given only the primary's host,
+#                                  # which must fail the test (never ready again, never recover)
 #
 # Ports (override with HOOKINBOX_FAILOVER_PORTS="PRIMARY STANDBY"): 15653 15654.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-sync}
-case "$mode" in sync | async) ;; *) echo "usage: $0 [sync|async]" >&2; exit 2 ;; esac
+case "$mode" in sync | async | single) ;; *) echo "usage: $0 [sync|async|single]" >&2; exit 2 ;; esac
 read -r p1 p2 <<<"${HOOKINBOX_FAILOVER_PORTS:-15653 15654}"
 dir=/tmp/hookinbox-failover-$p1
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -63,7 +65,7 @@ done
 # Only now that the standby streams: synchronous_standby_names='*' makes every commit
 # wait for the standby's flush (a commit before it streams would wait for ever); async
 # leaves it empty.
-if [ "$mode" = sync ]; then
+if [ "$mode" != async ]; then
   psql -h 127.0.0.1 -p "$p1" -U postgres -qc "ALTER SYSTEM SET synchronous_standby_names = '*'" -c 'SELECT pg_reload_conf()' postgres >/dev/null
   for _ in $(seq 50); do
     [ "$(psql -h 127.0.0.1 -p "$p1" -U postgres -tAc "SELECT sync_state FROM pg_stat_replication" postgres)" = sync ] && break
@@ -72,11 +74,22 @@ if [ "$mode" = sync ]; then
 fi
 psql -h 127.0.0.1 -p "$p1" -U postgres -tAc "SELECT 'standby: ' || application_name || ' ' || state || ' ' || sync_state FROM pg_stat_replication" postgres >&2
 
-export HOOKINBOX_FAILOVER_URL="postgres://postgres@127.0.0.1:$p1,127.0.0.1:$p2/test?sslmode=disable&target_session_attrs=read-write&connect_timeout=2"
+hosts=127.0.0.1:$p1,127.0.0.1:$p2
+[ "$mode" != single ] || hosts=127.0.0.1:$p1
+export HOOKINBOX_FAILOVER_URL="postgres://postgres@$hosts/test?sslmode=disable&target_session_attrs=read-write&connect_timeout=2"
 export HOOKINBOX_FAILOVER_STANDBY_URL="postgres://postgres@127.0.0.1:$p2/test?sslmode=disable"
 export HOOKINBOX_FAILOVER_STOP="${as[*]} $bindir/pg_ctl -D $dir/primary -m immediate -w stop"
 export HOOKINBOX_FAILOVER_PROMOTE="${as[*]} $bindir/pg_ctl -D $dir/standby -w promote"
-export HOOKINBOX_FAILOVER_SYNC=$([ "$mode" = sync ] && echo 1 || echo 0)
+export HOOKINBOX_FAILOVER_SYNC=$([ "$mode" != async ] && echo 1 || echo 0)
 export HOOKINBOX_FAILOVER_REPORT=$dir/report.json
+if [ "$mode" = single ]; then
+  if go test -tags failover -count=1 -run TestFailover ./cmd/hookinbox/ >"$dir/single.log" 2>&1; then
+    echo "broken variant: the test passed with only the primary's host in the URL" >&2
+    exit 1
+  fi
+  grep -m1 -E 'timed out after 30 s waiting for (/readyz to answer 200 on the new primary|100 more events)' "$dir/single.log" >&2 || { cat "$dir/single.log" >&2; exit 1; }
+  echo "broken variant (only the primary's host): the test failed, as it must"
+  exit 0
+fi
 go test -tags failover -count=1 -v -run TestFailover ./cmd/hookinbox/ 2>&1 | grep -v '^{"time"' || { cat "$dir/report.json" 2>/dev/null; exit 1; }
 echo "failover ($mode):" && cat "$dir/report.json"
