@@ -7,6 +7,7 @@
 #
 #   ./scripts/failover.sh          # synchronous standby: no acknowledged event may be lost
 #   ./scripts/failover.sh async    # asynchronous standby: counts the acknowledged events lost
+#   HOOKINBOX_FAILOVER_SENDERS=32 ./scripts/failover.sh async   # more load (default 6 senders)
 #   ./scripts/failover.sh single   # the broken variant: serve given only the primary's host,
 #                                  # which must fail the test (never ready again, never recover)
 #

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,7 @@ import (
 //	HOOKINBOX_FAILOVER_SYNC         1 when the standby is synchronous: then no event
 //	                                answered 2xx may be missing on the new primary
 //	HOOKINBOX_FAILOVER_REPORT       optional: where to write the figures as JSON
+//	HOOKINBOX_FAILOVER_SENDERS      optional: concurrent senders (default 6)
 
 const failoverConfig = `
 database_url: %s
@@ -117,7 +119,8 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 	client := &http.Client{Timeout: 20 * time.Second}
 	signer := hookinboxtest.Stripe(e2eSecret)
 	var next atomic.Int64
-	for w := range 6 {
+	senders, _ := strconv.Atoi(os.Getenv("HOOKINBOX_FAILOVER_SENDERS"))
+	for w := range max(senders, 6) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := next.Add(1)
