@@ -52,7 +52,8 @@ replicas with --role receivers behind a load balancer and a few with --role
 workers,dispatcher. A process without receivers answers 404 on the endpoints' paths;
 /readyz and the hookinbox_role metric say which roles it runs. Workers in other
 processes are woken by LISTEN/NOTIFY (worker.poll_only turns it off), else they
-poll.
+poll; behind PgBouncer in transaction mode give listener_database_url, a direct URL
+(docs/SCALING.md).
 
 Without a database URL (--database-url, HOOKINBOX_DATABASE_URL, database_url) serve
 keeps everything in the SQLite file sqlite_path, default ./hookinbox.db: it creates

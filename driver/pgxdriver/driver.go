@@ -18,15 +18,50 @@ import (
 )
 
 // Driver runs hookinbox on a pgx connection pool.
+//
+// It leaves no session state on the pool's connections: statement timeouts are set
+// with set_config(..., true) (SET LOCAL), the migration lock is a transaction-level
+// advisory lock, and nothing it does outside a transaction needs the next statement
+// to run on the same server session. So the pool may go through PgBouncer in
+// transaction mode, given a URL that keeps pgx from naming prepared statements
+// (PgBouncer 1.18 does not carry them from one server session to another):
+// default_query_exec_mode=exec sends each statement with its parameters in one round
+// trip. Not describe_exec: it describes in one round trip and binds the unnamed
+// statement in a second, which PgBouncer may send to another server session. Only
+// LISTEN needs a session of its own (see Config.ListenConnConfig).
 type Driver struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	listen *pgx.ConnConfig
 }
 
 var _ driver.Driver[pgx.Tx] = (*Driver)(nil)
 
+// Config tunes NewWithConfig.
+type Config struct {
+	// ListenConnConfig is the connection the driver listens for other processes'
+	// notifications on, for a pool whose connections cannot keep a session: a pool
+	// behind PgBouncer (or another pooler) in transaction mode, where a LISTEN runs on
+	// whichever server session the pooler picks and is then lost. It must reach the
+	// same database directly, as the same user and with the same search_path as the
+	// pool, since the channel is scoped to the current schema.
+	//
+	// Defaults to a connection taken out of the pool for good.
+	ListenConnConfig *pgx.ConnConfig
+}
+
 // New returns a driver that uses pool. The pool stays the caller's to close.
 func New(pool *pgxpool.Pool) *Driver {
 	return &Driver{pool: pool}
+}
+
+// NewWithConfig returns a driver that uses pool, tuned by cfg (nil: New's defaults).
+// The pool stays the caller's to close.
+func NewWithConfig(pool *pgxpool.Pool, cfg *Config) *Driver {
+	d := &Driver{pool: pool}
+	if cfg != nil {
+		d.listen = cfg.ListenConnConfig
+	}
+	return d
 }
 
 // Name returns "postgres".

@@ -31,7 +31,10 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 }
 
 func inboxInsertArgs(p *driver.InboxInsertParams) []any {
-	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, p.Payload,
+	// The jsonb payload as a string, not []byte: in QueryExecModeExec (a pool behind
+	// PgBouncer) pgx sends a []byte of unknown type as bytea's hex text, which jsonb
+	// refuses.
+	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
 		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent}
 }
@@ -347,7 +350,7 @@ func (e *executor) deleteOld(ctx context.Context, p *driver.InboxDeleteParams, c
 func (e *executor) OutboxInsert(ctx context.Context, p *driver.OutboxInsertParams) (int64, error) {
 	var id int64
 	err := e.db.QueryRow(ctx, sqlOutboxInsert,
-		p.AggregateType, p.AggregateID, p.EventType, p.Payload,
+		p.AggregateType, p.AggregateID, p.EventType, string(p.Payload), // a string: see inboxInsertArgs
 		p.Source.Provider, p.Source.Endpoint, p.Source.EventID, nullString(p.Destination), p.TraceParent,
 	).Scan(&id)
 	if err != nil {

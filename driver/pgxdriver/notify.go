@@ -20,16 +20,16 @@ func (d *Driver) Notify(ctx context.Context, channel string) error {
 	return nil
 }
 
-// Listen listens on the channel, scoped to the current schema, on a connection taken
+// Listen listens on the channel, scoped to the current schema, on a connection of its
+// own, closed when Listen returns: Config.ListenConnConfig's when set, else one taken
 // out of the pool for good (a connection that has run LISTEN must not serve anyone
-// else's transactions) and closed when Listen returns. It does not work through a
-// pooler in transaction mode; the caller's polling covers that case.
+// else's transactions). Through a pooler in transaction mode only the first works;
+// without it, the caller's polling covers that case.
 func (d *Driver) Listen(ctx context.Context, channel string, wake func()) error {
-	pc, err := d.pool.Acquire(ctx)
+	conn, err := d.listenConn(ctx)
 	if err != nil {
-		return translate(fmt.Errorf("error acquiring a listening connection: %w", err))
+		return err
 	}
-	conn := pc.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a connection we are done with
 	var name string
 	if err := conn.QueryRow(ctx, sqlNotifyChannel, channel).Scan(&name); err != nil {
@@ -45,4 +45,19 @@ func (d *Driver) Listen(ctx context.Context, channel string, wake func()) error 
 		}
 		wake()
 	}
+}
+
+func (d *Driver) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	if d.listen != nil {
+		conn, err := pgx.ConnectConfig(ctx, d.listen)
+		if err != nil {
+			return nil, translate(fmt.Errorf("error connecting to listen: %w", err))
+		}
+		return conn, nil
+	}
+	pc, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error acquiring a listening connection: %w", err))
+	}
+	return pc.Hijack(), nil
 }

@@ -90,6 +90,7 @@ func ParseRoles(names []string) (Roles, error) {
 // Environment variables that override the file.
 const (
 	EnvDatabaseURL = "HOOKINBOX_DATABASE_URL"
+	EnvListenerURL = "HOOKINBOX_LISTENER_DATABASE_URL"
 	EnvListen      = "HOOKINBOX_LISTEN"
 	EnvNATSURL     = "HOOKINBOX_NATS_URL"
 )
@@ -110,6 +111,17 @@ type Config struct {
 	// Defaults to the SQLite file ./hookinbox.db in the working directory
 	// (DefaultSQLitePath).
 	Database Database
+
+	// ListenerDatabaseURL is the PostgreSQL URL the workers listen for other
+	// processes' receipts on (LISTEN/NOTIFY): listener_database_url, or
+	// HOOKINBOX_LISTENER_DATABASE_URL when set. Give it when the database URL goes
+	// through PgBouncer (or another pooler) in transaction mode, which cannot keep a
+	// listening session: a direct URL to the same database, user and search_path (it
+	// may list several hosts with target_session_attrs=read-write, like the database
+	// URL). It may hold a password.
+	//
+	// Defaults to none: the listener takes a connection of the database URL's pool.
+	ListenerDatabaseURL string
 
 	// Listen is the address serve listens on.
 	//

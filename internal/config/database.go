@@ -155,3 +155,28 @@ func (v *validator) relativeToFile(p string) string {
 	}
 	return filepath.Join(filepath.Dir(v.file), p)
 }
+
+// listener sets cfg.ListenerDatabaseURL from the file and the environment, after
+// cfg.Database: only a PostgreSQL URL, and not with worker.poll_only, which turns the
+// listener off.
+func (v *validator) listener(cfg *Config, fc *fileConfig) error {
+	key := "listener_database_url"
+	cfg.ListenerDatabaseURL = fc.ListenerURL
+	if env, ok := v.opts.LookupEnv(EnvListenerURL); ok && env != "" {
+		cfg.ListenerDatabaseURL, key = env, EnvListenerURL
+	}
+	if cfg.ListenerDatabaseURL == "" {
+		return nil
+	}
+	db, err := ParseDatabaseURL(cfg.ListenerDatabaseURL, key)
+	if err != nil {
+		return v.keyError(key, "%v", err)
+	}
+	if db.Driver != DriverPostgres {
+		return v.keyError(key, "the listener is PostgreSQL's LISTEN: want postgres:// or postgresql://")
+	}
+	if fc.Worker.PollOnly {
+		return v.keyError(key, "worker.poll_only turns the listener off: give one or the other")
+	}
+	return nil
+}

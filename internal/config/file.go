@@ -17,6 +17,7 @@ import (
 // strings, parsed during validation where the key's path is known.
 type fileConfig struct {
 	DatabaseURL     string         `yaml:"database_url"`
+	ListenerURL     string         `yaml:"listener_database_url"`
 	SQLitePath      string         `yaml:"sqlite_path"`
 	Listen          string         `yaml:"listen"`
 	NATSURL         string         `yaml:"nats_url"`

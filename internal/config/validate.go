@@ -31,6 +31,9 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 	if err := v.database(cfg, fc); err != nil {
 		return nil, err
 	}
+	if err := v.listener(cfg, fc); err != nil {
+		return nil, err
+	}
 	if env, ok := opts.LookupEnv(EnvListen); ok && env != "" {
 		cfg.Listen, listenKey = env, EnvListen
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
@@ -121,11 +122,17 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 			pcfg.MaxConns = poolSize(cfg)
 		}
 		traceDB(pcfg, opts)
+		var dcfg pgxdriver.Config
+		if cfg.ListenerDatabaseURL != "" {
+			if dcfg.ListenConnConfig, err = pgx.ParseConfig(cfg.ListenerDatabaseURL); err != nil {
+				return nil, fmt.Errorf("%w: listener_database_url: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
+			}
+		}
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return nil, fmt.Errorf("error opening database pool: %w", err)
 		}
-		drv := pgxdriver.New(pool)
+		drv := pgxdriver.NewWithConfig(pool, &dcfg)
 		b, err := newBackend(db, drv, pool.Close, billing.Register, cfg, opts)
 		if err == nil {
 			b.PoolMaxConns = pcfg.MaxConns
@@ -140,6 +147,9 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		}
 		return b, err
 	case config.DriverSQLite:
+		if cfg.ListenerDatabaseURL != "" {
+			return nil, fmt.Errorf("listener_database_url is PostgreSQL's: the database is the SQLite file %s", db.Path)
+		}
 		// SQLite's own message for this is "unable to open database file (14)".
 		if dir := filepath.Dir(db.Path); !isDir(dir) {
 			return nil, fmt.Errorf("error opening %s: directory %s does not exist (hookinbox creates the file, not its directory)", db.Path, dir)

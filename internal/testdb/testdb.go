@@ -3,6 +3,22 @@
 //
 // The server is TEST_DATABASE_URL, by default postgres://postgres@127.0.0.1:5432/test.
 // Nothing is mocked: an unreachable server fails the test and says what to do.
+//
+// # Through a pooler in transaction mode
+//
+// By default a test's connections find its schema through the search_path startup
+// parameter. PgBouncer 1.18 in transaction mode does not carry a startup parameter it
+// does not know to the server sessions it hands out (it refuses it, or with
+// ignore_startup_parameters drops it), so with TEST_DATABASE_POOLED=1, for a
+// TEST_DATABASE_URL that points at such a pooler, each test also gets a role of its
+// own, named after its schema, whose role-level search_path is the schema: the
+// pooler keeps one pool of server sessions per database and user, so a server
+// session only ever serves one test, and its search_path is set by the server at
+// login, with nothing for the pooler to track. The pools then use pgx's
+// QueryExecModeExec (no named prepared statements, which PgBouncer 1.18 cannot
+// follow), and the schemas and roles are created and dropped over
+// TEST_DIRECT_DATABASE_URL (by default TEST_DATABASE_URL), the server itself, which
+// is also where ListenConnConfig connects.
 package testdb
 
 import (
@@ -16,18 +32,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultURL is the server used when TEST_DATABASE_URL is not set.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-// URL returns the test server's URL.
+// URL returns the test server's URL (a pooler's, when Pooled).
 func URL() string {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 		return u
 	}
 	return DefaultURL
+}
+
+// Pooled reports whether URL goes through a pooler in transaction mode
+// (TEST_DATABASE_POOLED=1): see the package documentation.
+func Pooled() bool { return os.Getenv("TEST_DATABASE_POOLED") == "1" }
+
+// DirectURL returns the URL of the server itself, past any pooler:
+// TEST_DIRECT_DATABASE_URL, by default URL.
+func DirectURL() string {
+	if u := os.Getenv("TEST_DIRECT_DATABASE_URL"); u != "" {
+		return u
+	}
+	return URL()
 }
 
 var (
@@ -38,9 +68,9 @@ var (
 
 func adminPool() (*pgxpool.Pool, error) {
 	adminOnce.Do(func() {
-		cfg, err := pgxpool.ParseConfig(URL())
+		cfg, err := pgxpool.ParseConfig(DirectURL())
 		if err != nil {
-			adminErr = fmt.Errorf("TEST_DATABASE_URL is not a valid URL: %w", err)
+			adminErr = fmt.Errorf("TEST_DATABASE_URL or TEST_DIRECT_DATABASE_URL is not a valid URL: %w", err)
 			return
 		}
 		cfg.MaxConns = 2
@@ -61,6 +91,9 @@ type DB struct {
 	Schema string
 	// Pool connects with the schema as its search_path.
 	Pool *pgxpool.Pool
+	// Role is the login of the test's connections when Pooled (the schema's name,
+	// whose role-level search_path is the schema), empty otherwise.
+	Role string
 }
 
 // Options tune New.
@@ -85,32 +118,65 @@ func New(t testing.TB, opts ...Options) *DB {
 			"Start it (see README, \"Running the tests\"), or point TEST_DATABASE_URL at a server you may create schemas on.", URL(), err)
 	}
 	ctx := context.Background()
-	schema := "hi_" + randomHex(6)
-	if _, err := a.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	schema, role, err := createSchema(ctx, a)
+	if err != nil {
 		t.Fatalf("error creating test schema: %v", err)
 	}
-	cfg, err := pgxpool.ParseConfig(URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := &DB{Schema: schema, Role: role}
+	cfg := db.Config(t)
 	cfg.MaxConns = o.MaxConns
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = schema
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("error opening test pool: %v", err)
 	}
+	db.Pool = pool
 	t.Cleanup(func() {
 		pool.Close()
 		if os.Getenv("HOOKINBOX_KEEP_TEST_SCHEMA") != "" {
 			t.Logf("kept test schema %s", schema)
 			return
 		}
-		if _, err := a.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := dropSchema(context.Background(), a, schema, role); err != nil {
 			t.Logf("error dropping test schema %s: %v", schema, err)
 		}
 	})
-	return &DB{Schema: schema, Pool: pool}
+	return db
+}
+
+// createSchema creates a fresh schema and, when Pooled, its role (see the package
+// documentation).
+func createSchema(ctx context.Context, a *pgxpool.Pool) (schema, role string, err error) {
+	schema = "hi_" + randomHex(6)
+	if !Pooled() {
+		_, err = a.Exec(ctx, "CREATE SCHEMA "+schema)
+		return schema, "", err
+	}
+	role = schema
+	// Not a superuser: the test's sessions see and signal only each other, as an
+	// application's would.
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"CREATE SCHEMA " + schema + " AUTHORIZATION " + role,
+		"ALTER ROLE " + role + " SET search_path = " + schema,
+	} {
+		if _, err := a.Exec(ctx, q); err != nil {
+			return "", "", err
+		}
+	}
+	return schema, role, nil
+}
+
+func dropSchema(ctx context.Context, a *pgxpool.Pool, schema, role string) error {
+	if _, err := a.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		return err
+	}
+	if role == "" {
+		return nil
+	}
+	// The pooler may still hold idle server sessions of the role; the server lets a
+	// role with sessions be dropped, and nothing logs in as it again.
+	_, err := a.Exec(ctx, "DROP ROLE "+role)
+	return err
 }
 
 // Config returns a pool config for the test's schema, for tests that need a pool of
@@ -121,9 +187,32 @@ func (db *DB) Config(t testing.TB) *pgxpool.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = db.Schema
+	db.connect(cfg.ConnConfig)
 	return cfg
+}
+
+// ListenConnConfig returns a connection config for the test's schema on the server
+// itself, past any pooler: where a listener must connect (see
+// pgxdriver.Config.ListenConnConfig).
+func (db *DB) ListenConnConfig(t testing.TB) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(DirectURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.connect(cfg)
+	return cfg
+}
+
+// connect makes cfg's connections use the test's schema.
+func (db *DB) connect(cfg *pgx.ConnConfig) {
+	cfg.RuntimeParams["application_name"] = db.Schema
+	if db.Role == "" {
+		cfg.RuntimeParams["search_path"] = db.Schema
+		return
+	}
+	cfg.User = db.Role
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 }
 
 // WaitForLockWaiters polls pg_stat_activity until n of the test's sessions wait on a
@@ -165,8 +254,8 @@ func NewSchemaURL() (url string, drop func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("PostgreSQL is not reachable at %s: %w", URL(), err)
 	}
-	schema := "hi_" + randomHex(6)
-	if _, err := a.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+	schema, role, err := createSchema(context.Background(), a)
+	if err != nil {
 		return "", nil, fmt.Errorf("error creating example schema: %w", err)
 	}
 	cfg, err := neturl.Parse(URL())
@@ -174,12 +263,17 @@ func NewSchemaURL() (url string, drop func(), err error) {
 		return "", nil, err
 	}
 	q := cfg.Query()
-	q.Set("search_path", schema)
 	q.Set("application_name", schema)
+	if role == "" {
+		q.Set("search_path", schema)
+	} else {
+		cfg.User = neturl.User(role)
+		q.Set("default_query_exec_mode", "exec")
+	}
 	cfg.RawQuery = q.Encode()
 	drop = func() {
 		if os.Getenv("HOOKINBOX_KEEP_TEST_SCHEMA") == "" {
-			_, _ = a.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			_ = dropSchema(context.Background(), a, schema, role)
 		}
 	}
 	return cfg.String(), drop, nil
@@ -208,8 +302,14 @@ func RunWithDatabaseURL(m *testing.M) int {
 // cancelling the statements of those that wait on a lock: how a test makes sure that
 // a closed pool's statements (pgx cancels a timed-out statement on the server only in
 // the background) can no longer apply once the lock they waited on is released.
+//
+// When Pooled it skips the test: a pooled connection's PID is the pooler's, not a
+// server session's, and which session ran a closed client's statement is not known.
 func EndSessions(t testing.TB, pool *pgxpool.Pool, pids []uint32) {
 	t.Helper()
+	if Pooled() {
+		t.Skip("testdb.EndSessions: a pooled connection's PID names no server session")
+	}
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
