@@ -473,3 +473,63 @@ func TestInsertOutboxBatchTx_InOrderAllOrNone(t *testing.T) {
 		t.Fatalf("outbox %q, want the first batch in its order and nothing of the failed one", order)
 	}
 }
+
+// Workers apply the receipts of a set-based registration in a claimed batch by one
+// call; when it fails, each receipt is processed alone, and only the bad one records
+// the failure and waits for its retry.
+func TestWorkerBatch_SetBasedHandlerOneCallAndFallback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noBilling: true})
+	var mu sync.Mutex
+	var calls []int
+	fail := map[string]bool{}
+	b.inbox.HandleBatch(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+		mu.Lock()
+		calls = append(calls, len(evs))
+		mu.Unlock()
+		for _, ev := range evs {
+			if err := countingHandler(ctx, tx, ev); err != nil {
+				return err
+			}
+			mu.Lock()
+			bad := fail[ev.ID]
+			mu.Unlock()
+			if bad {
+				return errors.New("refused " + ev.ID)
+			}
+		}
+		return nil
+	})
+	process := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			b.receive(t, paid(epAsync, id))
+		}
+		batch, err := b.inbox.ClaimBatchForTest(b.ctx, 10, epAsync)
+		if err != nil || len(batch) != len(ids) {
+			t.Fatalf("claimed %d, %v; want %d", len(batch), err, len(ids))
+		}
+		b.inbox.ProcessBatchForTest(b.ctx, batch)
+	}
+	process("evt_1", "evt_2", "evt_3")
+	mu.Lock()
+	if fmt.Sprint(calls) != "[3]" {
+		t.Fatalf("calls %v, want one of 3", calls)
+	}
+	calls, fail["evt_5"] = nil, true
+	mu.Unlock()
+	process("evt_4", "evt_5", "evt_6")
+	mu.Lock()
+	if fmt.Sprint(calls) != "[3 1 1 1]" {
+		t.Fatalf("calls %v, want the batch's, then one each", calls)
+	}
+	mu.Unlock()
+	for _, id := range []string{"evt_1", "evt_2", "evt_3", "evt_4", "evt_6"} {
+		if r := b.receipt(t, epAsync, id); r == nil || r.State != hookinbox.StateProcessed || b.effects(t, id) != 1 {
+			t.Errorf("%s: %+v, applied %d times; want processed once", id, r, b.effects(t, id))
+		}
+	}
+	if r := b.receipt(t, epAsync, "evt_5"); r == nil || r.State != hookinbox.StatePending || r.LastError == "" || b.effects(t, "evt_5") != 0 {
+		t.Fatalf("evt_5: %+v; want pending with its error and nothing applied", r)
+	}
+}

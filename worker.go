@@ -190,17 +190,41 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receip
 	}
 	done := make(map[driver.Key]bool, len(locked))
 	lockedKeys := make([]driver.Key, 0, len(locked))
+	// Receipts of a set-based handler (HandleBatch) are applied by one call per
+	// registration, after the others; any failure fails the batch as a whole.
+	type registration struct {
+		fn  BatchHandlerFunc[TTx]
+		evs []Event
+	}
+	var sets []*registration
+	setOf := map[handlerKey]*registration{}
 	for _, r := range locked {
-		fn := i.handler(r.Endpoint, r.EventType)
+		fn, batch, reg := i.handlerFor(r.Endpoint, r.EventType)
 		if fn == nil {
 			return nil, errBatchFailed
 		}
 		ev := Event{Provider: r.Provider, Endpoint: r.Endpoint, ID: r.EventID, Type: r.EventType, Payload: r.Payload, Attempt: r.Attempts}
-		if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
-			return nil, errBatchFailed
+		switch {
+		case batch != nil:
+			set := setOf[reg]
+			if set == nil {
+				set = &registration{fn: batch}
+				setOf[reg] = set
+				sets = append(sets, set)
+			}
+			set.evs = append(set.evs, ev)
+		default:
+			if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
+				return nil, errBatchFailed
+			}
 		}
 		done[r.Key] = true
 		lockedKeys = append(lockedKeys, r.Key)
+	}
+	for _, set := range sets {
+		if err := i.callBatchHandler(ctx, set.fn, tx.Native(), set.evs); err != nil {
+			return nil, errBatchFailed
+		}
 	}
 	if len(lockedKeys) > 0 {
 		if err := tx.InboxMarkProcessed(ctx, lockedKeys, string(OutcomeProcessed), by); err != nil {
