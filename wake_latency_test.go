@@ -62,7 +62,9 @@ func TestWakeLatency(t *testing.T) {
 			}
 			committed[id] = time.Now().UnixNano()
 		}
-		started := func(id string) bool { return b.count(t, `SELECT count(*) FROM wake_started WHERE event_id = $1`, id) == 1 }
+		started := func(id string) bool {
+			return b.count(t, `SELECT count(*) FROM wake_started WHERE event_id = $1`, id) == 1
+		}
 		receive("warmup")
 		waitUntil(t, "the child's workers to start", func() bool { return started("warmup") })
 		var lat []time.Duration
