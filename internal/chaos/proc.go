@@ -1,0 +1,118 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proc is one hookinbox serve process that the harness kills and restarts. An exit
+// the harness did not cause is counted (and the process restarted): a server must not
+// die of a database restart, a slow handler or a failing sink.
+type Proc struct {
+	Name string
+	Bin  string
+	Args []string
+	Env  []string
+	// Addr is where it listens (its --listen).
+	Addr string
+	// Log receives its stderr and stdout, across restarts.
+	Log *os.File
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	stopping bool // a kill or stop of ours is in progress
+	closed   bool // no more restarts
+
+	Starts, Kills, OwnExits int
+}
+
+// Start starts the process (again).
+func (p *Proc) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startLocked()
+}
+
+func (p *Proc) startLocked() error {
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = p.Log, p.Log
+	// Its own process group: a signal to the harness's terminal does not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("error starting %s: %w", p.Name, err)
+	}
+	fmt.Fprintf(p.Log, "chaos: started %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
+	p.cmd, p.done, p.stopping = cmd, make(chan struct{}), false
+	p.Starts++
+	done := p.done
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		close(done)
+		if p.stopping || p.closed || p.cmd != cmd {
+			return
+		}
+		// It exited on its own: that is a finding. Restart it so the run goes on.
+		p.OwnExits++
+		fmt.Fprintf(p.Log, "chaos: %s exited on its own: %v\n", p.Name, err)
+		time.AfterFunc(200*time.Millisecond, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.closed && p.cmd == cmd {
+				_ = p.startLocked()
+			}
+		})
+	}()
+	return nil
+}
+
+// Kill sends SIGKILL and waits for the process to be gone: nothing of it runs after,
+// no deferred function, no shutdown, no final statement.
+func (p *Proc) Kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.stopping = true
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	p.mu.Lock()
+	p.Kills++
+	p.mu.Unlock()
+	fmt.Fprintf(p.Log, "chaos: killed %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
+}
+
+// Stop asks the process to shut down (SIGTERM), kills it after timeout, and does not
+// restart it.
+func (p *Proc) Stop(timeout time.Duration) {
+	p.mu.Lock()
+	p.closed, p.stopping = true, true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+// Counts returns the process's starts, kills and own exits.
+func (p *Proc) Counts() (starts, kills, ownExits int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Starts, p.Kills, p.OwnExits
+}
