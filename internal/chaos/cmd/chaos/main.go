@@ -27,7 +27,7 @@ var sizes = map[string]struct {
 	spread         time.Duration
 	kills, pgStops int
 }{
-	"default": {invoices: 150, spread: 15 * time.Second, kills: 10, pgStops: 2},
+	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, pgStops: 2},
 	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, pgStops: 8},
 }
 
@@ -53,7 +53,7 @@ func run() int {
 		portBase = flag.Int("port-base", 15630, "first of 20 ports: PostgreSQL on +1, the sink on +2, servers from +3")
 		dir      = flag.String("dir", "", "working directory (default: a new temporary one, removed after a passing run)")
 		fsync    = flag.Bool("fsync", true, "PostgreSQL's fsync")
-		broken   = flag.String("broken", "", "run a deliberately broken setup the checks must catch: async-commit (synchronous_commit=off)")
+		broken   = flag.String("broken", "", "run a deliberately broken setup that the checks must catch, and pass only if they do: async-commit (synchronous_commit=off: acknowledged commits are lost by an immediate stop)")
 	)
 	flag.Parse()
 	if *bin == "" {
@@ -159,6 +159,19 @@ func run() int {
 	}
 	fmt.Println()
 	chaos.PrintTable(os.Stdout, reports)
+	if *broken != "" {
+		lost := 0
+		for _, r := range reports {
+			lost += r.Findings.Count(chaos.CheckLost)
+		}
+		if lost == 0 {
+			fmt.Printf("chaos: FAILED: the broken variant %s was not caught: nothing counted as lost\n", *broken)
+			return 1
+		}
+		fmt.Printf("chaos: the broken variant %s was caught: %d counted as lost\n", *broken, lost)
+		_ = os.RemoveAll(o.Dir)
+		return 0
+	}
 	if failed {
 		fmt.Printf("chaos: FAILED (the servers' logs are in %s)\n", o.Dir)
 		return 1
