@@ -114,6 +114,17 @@ func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand
 	}
 }
 
+// pauseServers SIGSTOPs a random process at each moment for d, past every lease.
+func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		procs[r.IntN(len(procs))].Pause(d)
+	}
+}
+
 // stopPostgres stops PostgreSQL in immediate mode at each moment — every connection
 // drops, nothing is flushed, the next start runs crash recovery — and starts it again
 // after half a second to two seconds.
@@ -202,7 +213,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error {
 func ownExits(procs []*Proc) int {
 	n := 0
 	for _, p := range procs {
-		_, _, own := p.Counts()
+		_, _, own, _ := p.Counts()
 		n += own
 	}
 	return n

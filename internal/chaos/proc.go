@@ -22,13 +22,15 @@ type Proc struct {
 	// Log receives its stderr and stdout, across restarts.
 	Log *os.File
 
+	// pausing is held through a pause, so that a kill waits for the zombie to wake.
+	pausing  sync.Mutex
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
 	stopping bool // a kill or stop of ours is in progress
 	closed   bool // no more restarts
 
-	Starts, Kills, OwnExits int
+	starts, kills, ownExits, pauses int
 }
 
 // Start starts the process (again).
@@ -49,7 +51,7 @@ func (p *Proc) startLocked() error {
 	}
 	fmt.Fprintf(p.Log, "chaos: started %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 	p.cmd, p.done, p.stopping = cmd, make(chan struct{}), false
-	p.Starts++
+	p.starts++
 	done := p.done
 	go func() {
 		err := cmd.Wait()
@@ -60,7 +62,7 @@ func (p *Proc) startLocked() error {
 			return
 		}
 		// It exited on its own: that is a finding. Restart it so the run goes on.
-		p.OwnExits++
+		p.ownExits++
 		fmt.Fprintf(p.Log, "chaos: %s exited on its own: %v\n", p.Name, err)
 		time.AfterFunc(200*time.Millisecond, func() {
 			p.mu.Lock()
@@ -76,6 +78,8 @@ func (p *Proc) startLocked() error {
 // Kill sends SIGKILL and waits for the process to be gone: nothing of it runs after,
 // no deferred function, no shutdown, no final statement.
 func (p *Proc) Kill() {
+	p.pausing.Lock()
+	defer p.pausing.Unlock()
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.stopping = true
@@ -86,7 +90,7 @@ func (p *Proc) Kill() {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
 	p.mu.Lock()
-	p.Kills++
+	p.kills++
 	p.mu.Unlock()
 	fmt.Fprintf(p.Log, "chaos: killed %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 }
@@ -110,9 +114,30 @@ func (p *Proc) Stop(timeout time.Duration) {
 	}
 }
 
-// Counts returns the process's starts, kills and own exits.
-func (p *Proc) Counts() (starts, kills, ownExits int) {
+// Counts returns the process's starts, kills, own exits and completed pauses.
+func (p *Proc) Counts() (starts, kills, ownExits, pauses int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.Starts, p.Kills, p.OwnExits
+	return p.starts, p.kills, p.ownExits, p.pauses
+}
+
+// Pause stops the process (SIGSTOP) for d and lets it go on (SIGCONT); a kill waits
+// for the end of the pause. A process paused past its leases wakes up as a zombie: its
+// workers' receipts and its dispatcher's messages were claimed again by others, and
+// whatever it does next must be fenced off or find the work done.
+func (p *Proc) Pause(d time.Duration) {
+	p.pausing.Lock()
+	defer p.pausing.Unlock()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		return
+	}
+	fmt.Fprintf(p.Log, "chaos: paused %s pid %d for %s at %s\n", p.Name, cmd.Process.Pid, d, time.Now().Format(time.RFC3339Nano))
+	time.Sleep(d)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	p.mu.Lock()
+	p.pauses++
+	p.mu.Unlock()
 }

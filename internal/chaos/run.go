@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -39,9 +40,10 @@ type Options struct {
 	// are spread over, during which the faults happen.
 	Invoices int
 	Spread   time.Duration
-	// Kills is the number of SIGKILLs per scenario (of a random process), PGStops the
-	// number of immediate stops of PostgreSQL.
-	Kills, PGStops int
+	// Kills is the number of SIGKILLs per scenario (of a random process), Pauses the
+	// number of SIGSTOPs past the leases (then SIGCONT), PGStops the number of
+	// immediate stops of PostgreSQL.
+	Kills, Pauses, PGStops int
 	// Senders is the number of concurrent senders.
 	Senders int
 	// FailRate and SlowRate are the shares of handler calls that fail and that are
@@ -77,6 +79,7 @@ const (
 	FigAttempts       = "attempts"
 	FigKills          = "server SIGKILLs"
 	FigStarts         = "server starts"
+	FigPauses         = "server SIGSTOPs past the leases"
 	FigPGStops        = "PostgreSQL immediate stops"
 	FigCalls          = "handler calls"
 	FigFailures       = "handler failures injected"
@@ -92,13 +95,15 @@ const (
 
 // Figures lists the figures in print order.
 var Figures = []string{FigInvoices, FigEvents, FigDeliveries, FigAttempts, FigAnswers5xx, FigAnswersError,
-	FigAccepted, FigDuplicates, FigKills, FigStarts, FigPGStops, FigCalls, FigFailures, FigSlow, FigSinkFailures,
+	FigAccepted, FigDuplicates, FigKills, FigStarts, FigPauses, FigPGStops, FigCalls, FigFailures, FigSlow, FigSinkFailures,
 	FigSinkDeliveries, FigSameKey}
 
 // Run runs one scenario from a fresh database and checks its result.
 func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	started := time.Now()
-	r := rand.New(rand.NewPCG(o.Seed, uint64(len(s.Name))))
+	name := fnv.New64a()
+	name.Write([]byte(s.Name))
+	r := rand.New(rand.NewPCG(o.Seed, name.Sum64()))
 	dir := filepath.Join(o.Dir, s.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -157,8 +162,8 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		Prefix: s.Name, Invoices: o.Invoices, Endpoints: s.Endpoints,
 		SecondObjectShare: o.SecondObjectShare, Spread: o.Spread, Rand: r,
 	})
-	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d PostgreSQL stops\n",
-		s.Name, len(w.Facts), len(w.Events), len(w.Deliveries), o.Spread, o.Senders, o.Kills, o.PGStops)
+	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d pauses, %d PostgreSQL stops\n",
+		s.Name, len(w.Facts), len(w.Events), len(w.Deliveries), o.Spread, o.Senders, o.Kills, o.Pauses, o.PGStops)
 
 	sender := &Sender{
 		Receivers:   func() string { return "http://" + receivers[rand.IntN(len(receivers))] },
@@ -171,9 +176,13 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	defer stopChaos()
 	var chaosErr error
-	chaos.Go(func() { killServers(chaosCtx, procs, schedule(r, o.Kills, o.Spread, 0.03, 0.97), r) })
+	pgAt, pgRand := schedule(r, o.PGStops, o.Spread, 0.15, 0.85), rand.New(rand.NewPCG(r.Uint64(), 3))
+	killAt, pauseAt := schedule(r, o.Kills, o.Spread, 0.03, 0.97), schedule(r, o.Pauses, o.Spread, 0.1, 0.8)
+	chaos.Go(func() { killServers(chaosCtx, procs, killAt, rand.New(rand.NewPCG(r.Uint64(), 1))) })
+	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
+	chaos.Go(func() { pauseServers(chaosCtx, procs, pauseAt, pauseFor, rand.New(rand.NewPCG(r.Uint64(), 2))) })
 	chaos.Go(func() {
-		pgStops, chaosErr = stopPostgres(chaosCtx, o.Postgres, pool, schedule(r, o.PGStops, o.Spread, 0.15, 0.85), r)
+		pgStops, chaosErr = stopPostgres(chaosCtx, o.Postgres, pool, pgAt, pgRand)
 	})
 	sendCtx, cancelSend := context.WithTimeout(ctx, o.Spread+3*time.Minute)
 	acks := sender.Send(sendCtx, w)
@@ -206,9 +215,10 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		fig[FigAccepted] += outcomes["accepted"]
 	}
 	for _, p := range procs {
-		starts, kills, _ := p.Counts()
+		starts, kills, _, pauses := p.Counts()
 		fig[FigStarts] += starts
 		fig[FigKills] += kills
+		fig[FigPauses] += pauses
 	}
 	fig[FigPGStops] = pgStops
 	deliveries := sink.Deliveries()

@@ -42,11 +42,8 @@ type Acks struct {
 	Answers  map[string]int
 }
 
-// Acked reports whether any copy of ev was answered 2xx.
-func (a *Acks) Acked(ev *Event) bool { return len(a.ByEvent[ev]) > 0 }
-
-// Send delivers every delivery of w and returns once each was answered 2xx or ctx
-// ended; start is the workload's time zero.
+// Send delivers every delivery of w, each at its time after Send was called, and
+// returns once each was answered 2xx or ctx ended.
 func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 	acks := &Acks{ByEvent: map[*Event]map[string]int{}, FirstAck: map[*Event]time.Time{}, Answers: map[string]int{}}
 	client := &http.Client{

@@ -23,12 +23,13 @@ import (
 // sizes are the presets of --size: default runs in CI in about two minutes for all
 // modes; large is the run published in docs/RELIABILITY.md.
 var sizes = map[string]struct {
-	invoices       int
-	spread         time.Duration
-	kills, pgStops int
+	invoices      int
+	spread        time.Duration
+	kills, pauses int
+	pgStops       int
 }{
-	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, pgStops: 2},
-	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, pgStops: 8},
+	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, pauses: 2, pgStops: 2},
+	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, pauses: 10, pgStops: 8},
 }
 
 func main() {
@@ -43,6 +44,7 @@ func run() int {
 		invoices = flag.Int("invoices", 0, "facts per mode (overrides --size)")
 		spread   = flag.Duration("spread", 0, "time the deliveries of a mode are spread over (overrides --size)")
 		kills    = flag.Int("kills", 0, "SIGKILLs per mode (overrides --size)")
+		pauses   = flag.Int("pauses", -1, "SIGSTOPs past the leases per mode, then SIGCONT (overrides --size)")
 		pgStops  = flag.Int("pg-stops", 0, "immediate stops of PostgreSQL per mode (overrides --size)")
 		senders  = flag.Int("senders", 16, "concurrent senders")
 		failRate = flag.Float64("fail-rate", 0.05, "share of handler calls that fail")
@@ -66,7 +68,7 @@ func run() int {
 		return 2
 	}
 	o := &chaos.Options{
-		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, PGStops: preset.pgStops,
+		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, Pauses: preset.pauses, PGStops: preset.pgStops,
 		Senders: *senders, FailRate: *failRate, SlowRate: *slowRate, SinkFailRate: 0.02, SinkSlowRate: 0.01,
 		SecondObjectShare: *second, Drain: *drain, Timing: chaos.DefaultTiming, Seed: *seed, Log: os.Stdout,
 		SinkAddr: "127.0.0.1:" + strconv.Itoa(*portBase+2),
@@ -79,6 +81,9 @@ func run() int {
 	}
 	if *kills > 0 {
 		o.Kills = *kills
+	}
+	if *pauses >= 0 {
+		o.Pauses = *pauses
 	}
 	if *pgStops > 0 {
 		o.PGStops = *pgStops
