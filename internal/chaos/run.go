@@ -176,14 +176,14 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	defer stopChaos()
 	var chaosErr error
+	// Each fault has its schedule and its own source of randomness: they run at once.
+	killAt, killRand := schedule(r, o.Kills, o.Spread, 0.03, 0.97), rand.New(rand.NewPCG(r.Uint64(), 1))
+	pauseAt, pauseRand := schedule(r, o.Pauses, o.Spread, 0.1, 0.8), rand.New(rand.NewPCG(r.Uint64(), 2))
 	pgAt, pgRand := schedule(r, o.PGStops, o.Spread, 0.15, 0.85), rand.New(rand.NewPCG(r.Uint64(), 3))
-	killAt, pauseAt := schedule(r, o.Kills, o.Spread, 0.03, 0.97), schedule(r, o.Pauses, o.Spread, 0.1, 0.8)
-	chaos.Go(func() { killServers(chaosCtx, procs, killAt, rand.New(rand.NewPCG(r.Uint64(), 1))) })
 	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
-	chaos.Go(func() { pauseServers(chaosCtx, procs, pauseAt, pauseFor, rand.New(rand.NewPCG(r.Uint64(), 2))) })
-	chaos.Go(func() {
-		pgStops, chaosErr = stopPostgres(chaosCtx, o.Postgres, pool, pgAt, pgRand)
-	})
+	chaos.Go(func() { killServers(chaosCtx, procs, killAt, killRand) })
+	chaos.Go(func() { pauseServers(chaosCtx, procs, pauseAt, pauseFor, pauseRand) })
+	chaos.Go(func() { pgStops, chaosErr = stopPostgres(chaosCtx, o.Postgres, pool, pgAt, pgRand) })
 	sendCtx, cancelSend := context.WithTimeout(ctx, o.Spread+3*time.Minute)
 	acks := sender.Send(sendCtx, w)
 	cancelSend()
