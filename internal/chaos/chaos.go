@@ -114,6 +114,22 @@ func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand
 	}
 }
 
+// restartServers restarts a random process gracefully (SIGTERM, then start) at each
+// moment, as a deploy does.
+func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		p := procs[r.IntN(len(procs))]
+		p.Terminate(15 * time.Second)
+		if err := p.Start(); err != nil {
+			fmt.Fprintf(p.Log, "chaos: %v\n", err)
+		}
+	}
+}
+
 // pauseServers SIGSTOPs a random process at each moment for d, past every lease.
 func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand) {
 	start := time.Now()
@@ -213,8 +229,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error {
 func ownExits(procs []*Proc) int {
 	n := 0
 	for _, p := range procs {
-		_, _, own, _ := p.Counts()
-		n += own
+		n += p.Counts().OwnExits
 	}
 	return n
 }

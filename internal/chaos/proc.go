@@ -30,7 +30,7 @@ type Proc struct {
 	stopping bool // a kill or stop of ours is in progress
 	closed   bool // no more restarts
 
-	starts, kills, ownExits, pauses int
+	starts, kills, ownExits, pauses, terms int
 }
 
 // Start starts the process (again).
@@ -95,6 +95,32 @@ func (p *Proc) Kill() {
 	fmt.Fprintf(p.Log, "chaos: killed %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 }
 
+// Terminate asks the process to shut down (SIGTERM), as a deploy does, waits for it
+// (SIGKILL after timeout), and leaves it stopped for Start: it stops accepting, lets
+// the requests and events in flight finish within shutdown_timeout, and exits.
+func (p *Proc) Terminate(timeout time.Duration) {
+	p.pausing.Lock()
+	defer p.pausing.Unlock()
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.stopping = true
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	p.mu.Lock()
+	p.terms++
+	p.mu.Unlock()
+	fmt.Fprintf(p.Log, "chaos: terminated %s pid %d at %s (%s)\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano), cmd.ProcessState)
+}
+
 // Stop asks the process to shut down (SIGTERM), kills it after timeout, and does not
 // restart it.
 func (p *Proc) Stop(timeout time.Duration) {
@@ -114,11 +140,15 @@ func (p *Proc) Stop(timeout time.Duration) {
 	}
 }
 
-// Counts returns the process's starts, kills, own exits and completed pauses.
-func (p *Proc) Counts() (starts, kills, ownExits, pauses int) {
+// Counts is what happened to a process.
+type Counts struct{ Starts, Kills, OwnExits, Pauses, Terminations int }
+
+// Counts returns the process's starts, kills, own exits, completed pauses and
+// graceful restarts.
+func (p *Proc) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.starts, p.kills, p.ownExits, p.pauses
+	return Counts{p.starts, p.kills, p.ownExits, p.pauses, p.terms}
 }
 
 // Pause stops the process (SIGSTOP) for d and lets it go on (SIGCONT); a kill waits

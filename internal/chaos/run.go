@@ -40,10 +40,10 @@ type Options struct {
 	// are spread over, during which the faults happen.
 	Invoices int
 	Spread   time.Duration
-	// Kills is the number of SIGKILLs per scenario (of a random process), Pauses the
-	// number of SIGSTOPs past the leases (then SIGCONT), PGStops the number of
-	// immediate stops of PostgreSQL.
-	Kills, Pauses, PGStops int
+	// Kills is the number of SIGKILLs per scenario (of a random process), Restarts the
+	// number of graceful restarts (SIGTERM), Pauses the number of SIGSTOPs past the
+	// leases (then SIGCONT), PGStops the number of immediate stops of PostgreSQL.
+	Kills, Restarts, Pauses, PGStops int
 	// Senders is the number of concurrent senders.
 	Senders int
 	// FailRate and SlowRate are the shares of handler calls that fail and that are
@@ -80,6 +80,7 @@ const (
 	FigKills          = "server SIGKILLs"
 	FigStarts         = "server starts"
 	FigPauses         = "server SIGSTOPs past the leases"
+	FigTerms          = "server graceful restarts (SIGTERM)"
 	FigPGStops        = "PostgreSQL immediate stops"
 	FigCalls          = "handler calls"
 	FigFailures       = "handler failures injected"
@@ -95,7 +96,7 @@ const (
 
 // Figures lists the figures in print order.
 var Figures = []string{FigInvoices, FigEvents, FigDeliveries, FigAttempts, FigAnswers5xx, FigAnswersError,
-	FigAccepted, FigDuplicates, FigKills, FigStarts, FigPauses, FigPGStops, FigCalls, FigFailures, FigSlow, FigSinkFailures,
+	FigAccepted, FigDuplicates, FigKills, FigTerms, FigStarts, FigPauses, FigPGStops, FigCalls, FigFailures, FigSlow, FigSinkFailures,
 	FigSinkDeliveries, FigSameKey}
 
 // Run runs one scenario from a fresh database and checks its result.
@@ -162,8 +163,8 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		Prefix: s.Name, Invoices: o.Invoices, Endpoints: s.Endpoints,
 		SecondObjectShare: o.SecondObjectShare, Spread: o.Spread, Rand: r,
 	})
-	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d pauses, %d PostgreSQL stops\n",
-		s.Name, len(w.Facts), len(w.Events), len(w.Deliveries), o.Spread, o.Senders, o.Kills, o.Pauses, o.PGStops)
+	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d graceful restarts, %d pauses, %d PostgreSQL stops\n",
+		s.Name, len(w.Facts), len(w.Events), len(w.Deliveries), o.Spread, o.Senders, o.Kills, o.Restarts, o.Pauses, o.PGStops)
 
 	sender := &Sender{
 		Receivers:   func() string { return "http://" + receivers[rand.IntN(len(receivers))] },
@@ -180,8 +181,10 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	killAt, killRand := schedule(r, o.Kills, o.Spread, 0.03, 0.97), rand.New(rand.NewPCG(r.Uint64(), 1))
 	pauseAt, pauseRand := schedule(r, o.Pauses, o.Spread, 0.1, 0.8), rand.New(rand.NewPCG(r.Uint64(), 2))
 	pgAt, pgRand := schedule(r, o.PGStops, o.Spread, 0.15, 0.85), rand.New(rand.NewPCG(r.Uint64(), 3))
+	termAt, termRand := schedule(r, o.Restarts, o.Spread, 0.05, 0.9), rand.New(rand.NewPCG(r.Uint64(), 4))
 	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
 	chaos.Go(func() { killServers(chaosCtx, procs, killAt, killRand) })
+	chaos.Go(func() { restartServers(chaosCtx, procs, termAt, termRand) })
 	chaos.Go(func() { pauseServers(chaosCtx, procs, pauseAt, pauseFor, pauseRand) })
 	chaos.Go(func() { pgStops, chaosErr = stopPostgres(chaosCtx, o.Postgres, pool, pgAt, pgRand) })
 	sendCtx, cancelSend := context.WithTimeout(ctx, o.Spread+3*time.Minute)
@@ -215,10 +218,11 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		fig[FigAccepted] += outcomes["accepted"]
 	}
 	for _, p := range procs {
-		starts, kills, _, pauses := p.Counts()
-		fig[FigStarts] += starts
-		fig[FigKills] += kills
-		fig[FigPauses] += pauses
+		c := p.Counts()
+		fig[FigStarts] += c.Starts
+		fig[FigKills] += c.Kills
+		fig[FigPauses] += c.Pauses
+		fig[FigTerms] += c.Terminations
 	}
 	fig[FigPGStops] = pgStops
 	deliveries := sink.Deliveries()

@@ -23,13 +23,12 @@ import (
 // sizes are the presets of --size: default runs in CI in about two minutes for all
 // modes; large is the run published in docs/RELIABILITY.md.
 var sizes = map[string]struct {
-	invoices      int
-	spread        time.Duration
-	kills, pauses int
-	pgStops       int
+	invoices                         int
+	spread                           time.Duration
+	kills, restarts, pauses, pgStops int
 }{
-	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, pauses: 2, pgStops: 2},
-	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, pauses: 10, pgStops: 8},
+	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, restarts: 2, pauses: 2, pgStops: 2},
+	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, restarts: 10, pauses: 10, pgStops: 8},
 }
 
 func main() {
@@ -44,6 +43,7 @@ func run() int {
 		invoices = flag.Int("invoices", 0, "facts per mode (overrides --size)")
 		spread   = flag.Duration("spread", 0, "time the deliveries of a mode are spread over (overrides --size)")
 		kills    = flag.Int("kills", 0, "SIGKILLs per mode (overrides --size)")
+		restarts = flag.Int("restarts", -1, "graceful restarts (SIGTERM, as a deploy) per mode (overrides --size)")
 		pauses   = flag.Int("pauses", -1, "SIGSTOPs past the leases per mode, then SIGCONT (overrides --size)")
 		pgStops  = flag.Int("pg-stops", 0, "immediate stops of PostgreSQL per mode (overrides --size)")
 		senders  = flag.Int("senders", 16, "concurrent senders")
@@ -68,7 +68,7 @@ func run() int {
 		return 2
 	}
 	o := &chaos.Options{
-		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, Pauses: preset.pauses, PGStops: preset.pgStops,
+		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, Restarts: preset.restarts, Pauses: preset.pauses, PGStops: preset.pgStops,
 		Senders: *senders, FailRate: *failRate, SlowRate: *slowRate, SinkFailRate: 0.02, SinkSlowRate: 0.01,
 		SecondObjectShare: *second, Drain: *drain, Timing: chaos.DefaultTiming, Seed: *seed, Log: os.Stdout,
 		SinkAddr: "127.0.0.1:" + strconv.Itoa(*portBase+2),
@@ -81,6 +81,9 @@ func run() int {
 	}
 	if *kills > 0 {
 		o.Kills = *kills
+	}
+	if *restarts >= 0 {
+		o.Restarts = *restarts
 	}
 	if *pauses >= 0 {
 		o.Pauses = *pauses
