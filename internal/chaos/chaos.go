@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +29,12 @@ func startProcs(s *Scenario, o *Options, dir, cfgPath string, env []string) ([]*
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(o.ServerPorts[port])
 			port++
+			// A server left over from an earlier run would answer in its place.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return nil, nil, fmt.Errorf("port of %s: %w", s.Name, err)
+			}
+			ln.Close()
 			name := "serve"
 			args := []string{"serve", "--config", cfgPath, "--listen", addr, "--log-level", "warn"}
 			if g.Roles != "" {
@@ -106,9 +113,7 @@ func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand
 			return
 		}
 		p := procs[r.IntN(len(procs))]
-		p.Kill()
-		time.Sleep(time.Duration(r.Int64N(int64(500 * time.Millisecond))))
-		if err := p.Start(); err != nil {
+		if err := p.KillAndRestart(time.Duration(r.Int64N(int64(500 * time.Millisecond)))); err != nil {
 			fmt.Fprintf(p.Log, "chaos: %v\n", err)
 		}
 	}
@@ -123,8 +128,7 @@ func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *r
 			return
 		}
 		p := procs[r.IntN(len(procs))]
-		p.Terminate(15 * time.Second)
-		if err := p.Start(); err != nil {
+		if err := p.TerminateAndRestart(15 * time.Second); err != nil {
 			fmt.Fprintf(p.Log, "chaos: %v\n", err)
 		}
 	}

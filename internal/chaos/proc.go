@@ -22,8 +22,10 @@ type Proc struct {
 	// Log receives its stderr and stdout, across restarts.
 	Log *os.File
 
-	// pausing is held through a pause, so that a kill waits for the zombie to wake.
-	pausing  sync.Mutex
+	// life is held through a kill and its restart, a graceful restart and a pause,
+	// so that they happen one after the other: a kill waits for a paused zombie to
+	// wake, and two restarts never start two processes on one port.
+	life     sync.Mutex
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -41,6 +43,9 @@ func (p *Proc) Start() error {
 }
 
 func (p *Proc) startLocked() error {
+	if p.closed || p.running() {
+		return nil
+	}
 	cmd := exec.Command(p.Bin, p.Args...)
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = p.Log, p.Log
@@ -75,16 +80,28 @@ func (p *Proc) startLocked() error {
 	return nil
 }
 
-// Kill sends SIGKILL and waits for the process to be gone: nothing of it runs after,
-// no deferred function, no shutdown, no final statement.
-func (p *Proc) Kill() {
-	p.pausing.Lock()
-	defer p.pausing.Unlock()
+// running reports whether the last process started is still running.
+func (p *Proc) running() bool {
+	return p.cmd != nil && isRunning(p.done)
+}
+
+// KillAndRestart sends SIGKILL, waits for the process to be gone — nothing of it runs
+// after, no deferred function, no shutdown, no final statement — and starts it again
+// after delay.
+func (p *Proc) KillAndRestart(delay time.Duration) error {
+	p.life.Lock()
+	defer p.life.Unlock()
+	p.kill()
+	time.Sleep(delay)
+	return p.Start()
+}
+
+func (p *Proc) kill() {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.stopping = true
 	p.mu.Unlock()
-	if cmd == nil {
+	if cmd == nil || !isRunning(done) {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -95,17 +112,23 @@ func (p *Proc) Kill() {
 	fmt.Fprintf(p.Log, "chaos: killed %s pid %d at %s\n", p.Name, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 }
 
-// Terminate asks the process to shut down (SIGTERM), as a deploy does, waits for it
-// (SIGKILL after timeout), and leaves it stopped for Start: it stops accepting, lets
-// the requests and events in flight finish within shutdown_timeout, and exits.
-func (p *Proc) Terminate(timeout time.Duration) {
-	p.pausing.Lock()
-	defer p.pausing.Unlock()
+// TerminateAndRestart asks the process to shut down (SIGTERM), as a deploy does —
+// it stops accepting, lets the requests and events in flight finish within
+// shutdown_timeout, and exits — waits for it (SIGKILL after timeout), and starts it
+// again.
+func (p *Proc) TerminateAndRestart(timeout time.Duration) error {
+	p.life.Lock()
+	defer p.life.Unlock()
+	p.terminate(timeout)
+	return p.Start()
+}
+
+func (p *Proc) terminate(timeout time.Duration) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.stopping = true
 	p.mu.Unlock()
-	if cmd == nil {
+	if cmd == nil || !isRunning(done) {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -124,6 +147,8 @@ func (p *Proc) Terminate(timeout time.Duration) {
 // Stop asks the process to shut down (SIGTERM), kills it after timeout, and does not
 // restart it.
 func (p *Proc) Stop(timeout time.Duration) {
+	p.life.Lock()
+	defer p.life.Unlock()
 	p.mu.Lock()
 	p.closed, p.stopping = true, true
 	cmd, done := p.cmd, p.done
@@ -137,6 +162,15 @@ func (p *Proc) Stop(timeout time.Duration) {
 	case <-time.After(timeout):
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
+	}
+}
+
+func isRunning(done chan struct{}) bool {
+	select {
+	case <-done:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -156,8 +190,8 @@ func (p *Proc) Counts() Counts {
 // workers' receipts and its dispatcher's messages were claimed again by others, and
 // whatever it does next must be fenced off or find the work done.
 func (p *Proc) Pause(d time.Duration) {
-	p.pausing.Lock()
-	defer p.pausing.Unlock()
+	p.life.Lock()
+	defer p.life.Unlock()
 	p.mu.Lock()
 	cmd := p.cmd
 	p.mu.Unlock()
