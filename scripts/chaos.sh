@@ -23,5 +23,5 @@ go build -o "$tmp/chaos" ./internal/chaos/cmd/chaos
 "$tmp/chaos" --hookinbox "$tmp/hookinbox" "$@"
 if [ $# -eq 0 ]; then
   "$tmp/chaos" --hookinbox "$tmp/hookinbox" --broken async-commit --modes sync \
-    --invoices 60 --spread 6s --kills 2 --pg-stops 3
+    --invoices 100 --spread 12s --kills 2 --restarts 0 --pauses 0 --pg-stops 6
 fi

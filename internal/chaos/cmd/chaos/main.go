@@ -132,7 +132,9 @@ func run() int {
 			return 2
 		}
 		// A commit is acknowledged before its WAL is written; an immediate stop loses
-		// the last ones. wal_writer_delay keeps them in memory long enough to be lost.
+		// the last ones. The WAL writer writes every completed WAL page at once, and
+		// the last, partial one only every wal_writer_delay: a stop under traffic loses
+		// the commits in that page, a few at a time.
 		pg.Settings = append(pg.Settings, "synchronous_commit=off", "wal_writer_delay=10s")
 	} else {
 		pg.Settings = append(pg.Settings, "synchronous_commit=on")
