@@ -1,0 +1,257 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// startProcs starts the scenario's serve processes, each on its own port, and returns
+// them with the addresses of those that receive.
+func startProcs(s *Scenario, o *Options, dir, cfgPath string, env []string) ([]*Proc, []string, error) {
+	var procs []*Proc
+	var receivers []string
+	port := 0
+	for _, g := range s.Procs {
+		for n := range g.Count {
+			if port >= len(o.ServerPorts) {
+				return nil, nil, fmt.Errorf("scenario %s needs more than %d server ports", s.Name, len(o.ServerPorts))
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(o.ServerPorts[port])
+			port++
+			// A server left over from an earlier run would answer in its place.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return nil, nil, fmt.Errorf("port of %s: %w", s.Name, err)
+			}
+			ln.Close()
+			name := "serve"
+			args := []string{"serve", "--config", cfgPath, "--listen", addr, "--log-level", "warn"}
+			if g.Roles != "" {
+				name = fmt.Sprintf("%s-%d", g.Roles, n+1)
+				args = append(args, "--role", g.Roles)
+			}
+			log, err := os.Create(filepath.Join(dir, name+".log"))
+			if err != nil {
+				return nil, nil, err
+			}
+			p := &Proc{Name: name, Bin: o.Bin, Args: args, Env: env, Addr: addr, Log: log}
+			if err := p.Start(); err != nil {
+				return nil, nil, err
+			}
+			procs = append(procs, p)
+			if g.Receives() {
+				receivers = append(receivers, addr)
+			}
+		}
+	}
+	return procs, receivers, nil
+}
+
+// waitReady waits until every process answers /readyz with 200.
+func waitReady(ctx context.Context, procs []*Proc) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for _, p := range procs {
+		for {
+			resp, err := http.Get("http://" + p.Addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not become ready on %s (see %s)", p.Name, p.Addr, p.Log.Name())
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// schedule draws n moments in [from, to] of spread, in order.
+func schedule(r *rand.Rand, n int, spread time.Duration, from, to float64) []time.Duration {
+	at := make([]time.Duration, n)
+	for i := range at {
+		at[i] = time.Duration((from + (to-from)*r.Float64()) * float64(spread))
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
+	return at
+}
+
+// sleepUntil waits until start+at; false when ctx ended first.
+func sleepUntil(ctx context.Context, start time.Time, at time.Duration) bool {
+	select {
+	case <-time.After(time.Until(start.Add(at))):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// killServers SIGKILLs a random process at each moment and restarts it after up to
+// half a second: whatever it was doing — a group commit, a claim, a delivery, a
+// COMMIT whose answer was on the way — stops there.
+func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		p := procs[r.IntN(len(procs))]
+		if err := p.KillAndRestart(time.Duration(r.Int64N(int64(500 * time.Millisecond)))); err != nil {
+			fmt.Fprintf(p.Log, "chaos: %v\n", err)
+		}
+	}
+}
+
+// restartServers restarts a random process gracefully (SIGTERM, then start) at each
+// moment, as a deploy does.
+func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		p := procs[r.IntN(len(procs))]
+		if err := p.TerminateAndRestart(15 * time.Second); err != nil {
+			fmt.Fprintf(p.Log, "chaos: %v\n", err)
+		}
+	}
+}
+
+// pauseServers SIGSTOPs a random process at each moment for d, past every lease.
+func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		procs[r.IntN(len(procs))].Pause(d)
+	}
+}
+
+// stopPostgres stops PostgreSQL in immediate mode at each moment — every connection
+// drops, nothing is flushed, the next start runs crash recovery — and starts it again
+// after half a second to two seconds.
+//
+// The fault counters are sequences, which PostgreSQL logs ahead of use: after a crash
+// they jump by up to 32. They are read before the stop and set back after the start
+// (the faults injected in between, a few milliseconds, go uncounted).
+func stopPostgres(ctx context.Context, pg *Postgres, pool *pgxpool.Pool, at []time.Duration, r *rand.Rand) (int, error) {
+	start := time.Now()
+	stops := 0
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return stops, nil
+		}
+		counters, err := readCounters(ctx, pool)
+		if err != nil {
+			return stops, err
+		}
+		if err := pg.StopImmediate(ctx); err != nil {
+			return stops, err
+		}
+		stops++
+		time.Sleep(500*time.Millisecond + time.Duration(r.Int64N(int64(1500*time.Millisecond))))
+		if err := pg.Start(context.WithoutCancel(ctx)); err != nil {
+			return stops, err
+		}
+		if err := resetCounters(context.WithoutCancel(ctx), pool, counters); err != nil {
+			return stops, err
+		}
+	}
+	return stops, nil
+}
+
+// counters are the sequences that count what faults.sql injected.
+var counters = []string{"chaos_handler_calls", "chaos_injected_failures", "chaos_injected_slow"}
+
+func readCounters(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
+	values := make([]int64, len(counters))
+	for n, seq := range counters {
+		if err := pool.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM `+seq).Scan(&values[n]); err != nil {
+			return nil, fmt.Errorf("error reading %s: %w", seq, err)
+		}
+	}
+	return values, nil
+}
+
+func resetCounters(ctx context.Context, pool *pgxpool.Pool, values []int64) error {
+	// The pool's connections died with the server; the first statements may fail.
+	deadline := time.Now().Add(30 * time.Second)
+	for n, seq := range counters {
+		for {
+			_, err := pool.Exec(ctx, `SELECT setval($1, greatest($2, 1), $2 > 0)`, seq, values[n])
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("error resetting %s: %w", seq, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// drain waits until no receipt and no outbox message is pending, or the deadline.
+func drain(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var pending int
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM hookinbox_inbox WHERE state = 'pending')
+		                                + (SELECT count(*) FROM hookinbox_outbox WHERE state = 'pending')`).Scan(&pending)
+		if err == nil && pending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still %d pending after %s (err %v)", pending, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func ownExits(procs []*Proc) int {
+	n := 0
+	for _, p := range procs {
+		n += p.Counts().OwnExits
+	}
+	return n
+}
+
+func parseDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(fmt.Sprintf("chaos: bad duration %q", s))
+	}
+	return d
+}
+
+// command runs the binary to completion and returns its output.
+func command(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,206 @@
+// Command chaos runs hookinbox's chaos harness (package internal/chaos) and exits 1
+// when a check fails. scripts/chaos.sh builds the binary and runs it.
+//
+//	go run ./internal/chaos/cmd/chaos --hookinbox /tmp/hookinbox [--size large] [--modes sync,multi]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/chaos"
+)
+
+// sizes are the presets of --size: default runs in CI in about two minutes for all
+// modes; large is the run published in docs/RELIABILITY.md.
+var sizes = map[string]struct {
+	invoices                         int
+	spread                           time.Duration
+	kills, restarts, pauses, pgStops int
+}{
+	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, restarts: 2, pauses: 2, pgStops: 2},
+	"large":   {invoices: 3000, spread: 150 * time.Second, kills: 60, restarts: 10, pauses: 10, pgStops: 8},
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		bin      = flag.String("hookinbox", "", "the hookinbox binary to test (required; scripts/chaos.sh builds it)")
+		size     = flag.String("size", "default", "preset sizes: default (CI) or large")
+		modes    = flag.String("modes", strings.Join(chaos.ScenarioOrder, ","), "scenarios to run, comma-separated: "+strings.Join(chaos.ScenarioOrder, ", "))
+		invoices = flag.Int("invoices", 0, "facts per mode (overrides --size)")
+		spread   = flag.Duration("spread", 0, "time the deliveries of a mode are spread over (overrides --size)")
+		kills    = flag.Int("kills", 0, "SIGKILLs per mode (overrides --size)")
+		restarts = flag.Int("restarts", -1, "graceful restarts (SIGTERM, as a deploy) per mode (overrides --size)")
+		pauses   = flag.Int("pauses", -1, "SIGSTOPs past the leases per mode, then SIGCONT (overrides --size)")
+		pgStops  = flag.Int("pg-stops", 0, "immediate stops of PostgreSQL per mode (overrides --size)")
+		senders  = flag.Int("senders", 16, "concurrent senders")
+		failRate = flag.Float64("fail-rate", 0.05, "share of handler calls that fail")
+		slowRate = flag.Float64("slow-rate", 0.01, "share of handler calls that are slow (past the workers' lease when they have several statements)")
+		second   = flag.Float64("second-objects", 0.2, "share of events also sent as a second Event object with another id")
+		drain    = flag.Duration("drain", 2*time.Minute, "longest wait for the workers and dispatchers after the last acknowledgement")
+		seed     = flag.Uint64("seed", 0, "seed of the workload and the fault schedule (0: from the clock)")
+		portBase = flag.Int("port-base", 15630, "first of 20 ports: PostgreSQL on +1, the sink on +2, servers from +3")
+		dir      = flag.String("dir", "", "working directory (default: a new temporary one, removed after a passing run)")
+		fsync    = flag.Bool("fsync", true, "PostgreSQL's fsync")
+		broken   = flag.String("broken", "", "run a deliberately broken setup that the checks must catch, and pass only if they do: async-commit (synchronous_commit=off: acknowledged commits are lost by an immediate stop)")
+	)
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "chaos: --hookinbox is required")
+		return 2
+	}
+	preset, ok := sizes[*size]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "chaos: unknown --size %q (default, large)\n", *size)
+		return 2
+	}
+	o := &chaos.Options{
+		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, Restarts: preset.restarts, Pauses: preset.pauses, PGStops: preset.pgStops,
+		Senders: *senders, FailRate: *failRate, SlowRate: *slowRate, SinkFailRate: 0.02, SinkSlowRate: 0.01,
+		SecondObjectShare: *second, Drain: *drain, Timing: chaos.DefaultTiming, Seed: *seed, Log: os.Stdout,
+		SinkAddr: "127.0.0.1:" + strconv.Itoa(*portBase+2),
+	}
+	if *invoices > 0 {
+		o.Invoices = *invoices
+	}
+	if *spread > 0 {
+		o.Spread = *spread
+	}
+	if *kills > 0 {
+		o.Kills = *kills
+	}
+	if *restarts >= 0 {
+		o.Restarts = *restarts
+	}
+	if *pauses >= 0 {
+		o.Pauses = *pauses
+	}
+	if *pgStops > 0 {
+		o.PGStops = *pgStops
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+	for p := *portBase + 3; p < *portBase+20; p++ {
+		o.ServerPorts = append(o.ServerPorts, p)
+	}
+	var err error
+	if o.Bin, err = filepath.Abs(*bin); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	keep := *dir != ""
+	if o.Dir = *dir; o.Dir == "" {
+		if o.Dir, err = os.MkdirTemp("", "hookinbox-chaos-"); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+	}
+	var names []string
+	for _, m := range strings.Split(*modes, ",") {
+		m = strings.TrimSpace(m)
+		if chaos.Scenarios[m] == nil {
+			fmt.Fprintf(os.Stderr, "chaos: unknown mode %q (%s)\n", m, strings.Join(chaos.ScenarioOrder, ", "))
+			return 2
+		}
+		names = append(names, m)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pg := &chaos.Postgres{
+		Dir:      filepath.Join(os.TempDir(), fmt.Sprintf("hookinbox-chaos-pg-%d", *portBase+1)),
+		Port:     *portBase + 1,
+		Settings: []string{"max_connections=300", "fsync=" + onOff(*fsync), "autovacuum=on"},
+	}
+	if *broken != "" {
+		if *broken != "async-commit" {
+			fmt.Fprintf(os.Stderr, "chaos: unknown --broken %q (async-commit)\n", *broken)
+			return 2
+		}
+		// A commit is acknowledged before its WAL is written; an immediate stop loses
+		// the last ones. The WAL writer writes every completed WAL page at once, and
+		// the last, partial one only every wal_writer_delay: a stop under traffic loses
+		// the commits in that page, a few at a time.
+		pg.Settings = append(pg.Settings, "synchronous_commit=off", "wal_writer_delay=10s")
+	} else {
+		pg.Settings = append(pg.Settings, "synchronous_commit=on")
+	}
+	o.Postgres = pg
+	if err := pg.Init(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 1
+	}
+	if err := pg.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 1
+	}
+	defer func() { _ = pg.Stop(context.Background()); _ = os.RemoveAll(pg.Dir) }()
+	desc, err := pg.Describe(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 1
+	}
+	fmt.Printf("chaos: %s; %s\nchaos: %s, %d CPUs, Go %s, seed %d, work in %s\n", o.Bin, desc, hostname(), runtime.NumCPU(), runtime.Version(), o.Seed, o.Dir)
+
+	var reports []*chaos.Report
+	failed := false
+	for _, name := range names {
+		rep, err := chaos.Run(ctx, chaos.Scenarios[name], o)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: %s: %v\n", name, err)
+			return 1
+		}
+		reports = append(reports, rep)
+		failed = failed || rep.Findings.Failed()
+	}
+	fmt.Println()
+	chaos.PrintTable(os.Stdout, reports)
+	if *broken != "" {
+		lost := 0
+		for _, r := range reports {
+			lost += r.Findings.Count(chaos.CheckLost)
+		}
+		if lost == 0 {
+			fmt.Printf("chaos: FAILED: the broken variant %s was not caught: nothing counted as lost\n", *broken)
+			return 1
+		}
+		fmt.Printf("chaos: the broken variant %s was caught: %d counted as lost\n", *broken, lost)
+		_ = os.RemoveAll(o.Dir)
+		return 0
+	}
+	if failed {
+		fmt.Printf("chaos: FAILED (the servers' logs are in %s)\n", o.Dir)
+		return 1
+	}
+	fmt.Println("chaos: every check is 0")
+	if !keep {
+		_ = os.RemoveAll(o.Dir)
+	}
+	return 0
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,148 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Postgres is a private, throw-away PostgreSQL server that the harness may stop in
+// immediate mode: the machine's shared server is never touched.
+type Postgres struct {
+	// Dir holds the data directory, the socket and the log; it is removed first.
+	Dir  string
+	Port int
+	// Settings are extra "-c name=value" settings.
+	Settings []string
+
+	bindir string
+	// as runs initdb and postgres as the postgres user when the harness is root: both
+	// refuse to run as root.
+	as []string
+}
+
+// Init creates the cluster.
+func (p *Postgres) Init(ctx context.Context) error {
+	bindirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(bindirs, func(i, j int) bool { return pgVersion(bindirs[i]) < pgVersion(bindirs[j]) })
+	for _, d := range bindirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			p.bindir = d
+		}
+	}
+	if p.bindir == "" {
+		if path, err := exec.LookPath("initdb"); err == nil {
+			p.bindir = filepath.Dir(path)
+		} else {
+			return fmt.Errorf("no PostgreSQL server binaries (initdb) found: install them (Debian: apt-get install postgresql)")
+		}
+	}
+	if err := os.RemoveAll(p.Dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return fmt.Errorf("running as root needs a postgres user to run the server as: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(p.Dir, uid, gid); err != nil {
+			return err
+		}
+		p.as = []string{"runuser", "-u", "postgres", "--"}
+	}
+	return p.run(ctx, "initdb", "-D", p.data(), "-U", "postgres", "--auth=trust", "--no-sync")
+}
+
+func pgVersion(bindir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(bindir)))
+	return n
+}
+
+func (p *Postgres) data() string { return filepath.Join(p.Dir, "data") }
+
+// Start starts the server and waits until it accepts connections (after crash
+// recovery, following an immediate stop).
+func (p *Postgres) Start(ctx context.Context) error {
+	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s", p.Port, p.Dir)
+	for _, s := range p.Settings {
+		opts += " -c " + s
+	}
+	return p.run(ctx, "pg_ctl", "-D", p.data(), "-l", filepath.Join(p.Dir, "log"), "-w", "-t", "120", "-o", opts, "start")
+}
+
+// StopImmediate stops the server the way a crash does: every backend exits at once,
+// nothing is flushed or checkpointed, and the next start runs crash recovery.
+func (p *Postgres) StopImmediate(ctx context.Context) error {
+	return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "immediate", "-w", "stop")
+}
+
+// Stop stops the server cleanly.
+func (p *Postgres) Stop(ctx context.Context) error {
+	return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "fast", "-w", "stop")
+}
+
+// URL is the URL of database db.
+func (p *Postgres) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
+}
+
+// CreateDatabase creates a fresh database.
+func (p *Postgres) CreateDatabase(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize())
+	return err
+}
+
+// Describe returns the server's version and the settings that matter to a crash.
+func (p *Postgres) Describe(ctx context.Context) (string, error) {
+	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var parts []string
+	for _, name := range []string{"server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_writer_delay", "autovacuum", "shared_buffers", "max_connections"} {
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			return "", err
+		}
+		parts = append(parts, name+"="+v)
+	}
+	return "PostgreSQL " + strings.Join(parts, ", "), nil
+}
+
+func (p *Postgres) run(ctx context.Context, tool string, args ...string) error {
+	argv := append(append([]string{}, p.as...), filepath.Join(p.bindir, tool))
+	argv = append(argv, args...)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", tool, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
