@@ -32,8 +32,11 @@ type Config struct {
 	// transaction that fails as a whole (a lost connection, a deadlock with another
 	// group) commits nothing, and each of its deliveries is received again alone.
 	//
-	// Defaults to 8 flushers (1 on SQLite) and groups of up to 32 (PostgreSQL keeps 64
-	// subtransactions per backend in memory).
+	// Defaults to 2 flushers (1 on SQLite) and groups of up to 32 (PostgreSQL keeps 64
+	// subtransactions per backend in memory): fewer transactions in flight make larger
+	// groups, which set-based handlers (HandleBatch) apply in a few statements. Each
+	// flusher applies its group's deliveries one after another, so endpoints whose sync
+	// handlers wait on slow queries want more flushers.
 	Sync GroupConfig
 
 	// Logger receives one line per delivery and per worker failure. Secrets and

@@ -87,7 +87,10 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	acceptFlushers, syncFlushers := 2, 8
+	// Two sync flushers: at 8 senders, groups of about four deliveries share their
+	// transaction and, with set-based handlers, their statements (measured: 3,230 and
+	// 3,340 deliveries/s over HTTP with 2, 2,620 with 4, 1,980 and 2,090 with 8).
+	acceptFlushers, syncFlushers := 2, 2
 	if d.Name() == "sqlite" {
 		acceptFlushers, syncFlushers = 1, 1 // one writer at a time: more would only queue for it
 	}

@@ -180,7 +180,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 func poolSize(cfg *config.Config) int32 {
 	w := cfg.Worker.WithDefaults()
 	accept := max(cfg.Accept.Flushers, 2)
-	sync := max(cfg.Sync.Flushers, 8)
+	sync := max(cfg.Sync.Flushers, 2)
 	return int32(w.Concurrency + accept + sync + cfg.Outbox.WithDefaults().Concurrency + 4)
 }
 
