@@ -159,6 +159,13 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 	if err != nil {
 		return fmt.Errorf("error marking invoice paid: %w", err)
 	}
+	return h.book(ctx, tx, ev, inv, status)
+}
+
+// book books the payment ev of inv, whose status the payment's upsert left: an
+// anomaly for a void invoice, the ledger entry and its outbox message once for a paid
+// one.
+func (h *handlers) book(ctx context.Context, tx pgx.Tx, ev hookinbox.Event, inv *invoice, status string) error {
 	if status == "void" {
 		// Booking it would record a payment on an invalid invoice.
 		return h.anomaly(ctx, tx, ev, inv.ID, AnomalyPaymentForVoidInvoice,
@@ -168,7 +175,7 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 		return fmt.Errorf("invoice %s is %s after a payment", inv.ID, status)
 	}
 	var entryID int64
-	err = tx.QueryRow(ctx, sqlLedgerBookPayment, inv.ID, inv.AmountPaid, nullIfEmpty(inv.Currency), ev.ID).Scan(&entryID)
+	err := tx.QueryRow(ctx, sqlLedgerBookPayment, inv.ID, inv.AmountPaid, nullIfEmpty(inv.Currency), ev.ID).Scan(&entryID)
 	if err == pgx.ErrNoRows {
 		return nil // booked already, by this fact under another event id
 	}
@@ -184,9 +191,10 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 // the batch and books the payments it turned paid, one more writes their outbox
 // messages; a batch of one, as a worker or a lone delivery passes it, takes the same
 // two statements where the one-event handler of Handlers takes three. An event whose
-// invoice the upsert's guard refused (paid already, or void) is then applied as the
-// one-event handler applies it, in the same transaction. Two payments of one invoice
-// in a batch refuse the batch, which is then applied one event at a time.
+// invoice the upsert's guard refused (paid already, or void) is then booked as the
+// one-event handler books it, after reading the invoice's status, in the same
+// transaction. Two payments of one invoice in a batch refuse the batch, which is then
+// applied one event at a time.
 func PaymentsBatch() hookinbox.BatchHandlerFunc[pgx.Tx] {
 	h := &handlers{}
 	return h.paidMany
@@ -249,12 +257,19 @@ func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Even
 		return err
 	}
 	for _, id := range ids {
-		if !paid[id] {
-			// Refused by the guard: paid already, void, or created meanwhile by a
-			// transaction this statement's snapshot does not see.
-			if err := h.paid(ctx, tx, byInvoice[id].ev); err != nil {
-				return err
-			}
+		if paid[id] {
+			continue
+		}
+		// Refused by the guard: paid already, void, or created meanwhile by a
+		// transaction this statement's snapshot does not see; a statement of its own
+		// reads the status, as the one-event handler does.
+		var status string
+		if err := tx.QueryRow(ctx, sqlInvoiceStatus, id).Scan(&status); err != nil {
+			return fmt.Errorf("error reading invoice status: %w", err)
+		}
+		p := byInvoice[id]
+		if err := h.book(ctx, tx, p.ev, p.inv, status); err != nil {
+			return err
 		}
 	}
 	return nil
