@@ -23,19 +23,14 @@ import (
 type batchBundle struct {
 	*groupBundle
 	calls []int // sizes of the batch handler's calls, in order
+	batch hookinbox.BatchHandlerFunc[pgx.Tx]
 }
 
 func setupBatch(t *testing.T) *batchBundle {
 	t.Helper()
-	g := &groupBundle{
-		testBundle: setup(t, setupOpts{noBilling: true, sync: hookinbox.GroupConfig{Flushers: 1}}),
-		failFor:    map[string]int{},
-		hold:       make(chan struct{}),
-		held:       make(chan struct{}),
-	}
-	t.Cleanup(g.release)
+	g := newGroupBundle(t)
 	b := &batchBundle{groupBundle: g}
-	batch := func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+	b.batch = func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
 		if len(evs) == 1 && evs[0].ID == "evt_hold" {
 			close(g.held)
 			<-g.hold
@@ -59,8 +54,8 @@ func setupBatch(t *testing.T) *batchBundle {
 		}
 		return nil
 	}
-	g.inbox.HandleBatch(epBilling, "invoice.paid", batch)
-	g.inbox.HandleBatch(epHybrid, "invoice.paid", batch)
+	g.inbox.HandleBatch(epBilling, "invoice.paid", b.batch)
+	g.inbox.HandleBatch(epHybrid, "invoice.paid", b.batch)
 	return b
 }
 
@@ -123,8 +118,7 @@ func receiveBatchWithoutSavepoint(t *testing.T, b *batchBundle, evs ...hookinbox
 		if err := tx.Savepoint(b.ctx); err != nil {
 			return err
 		}
-		fn, _ := b.batchFor(evs[0].Endpoint)
-		if err := fn(b.ctx, tx.Native(), evs); err != nil {
+		if err := b.batch(b.ctx, tx.Native(), evs); err != nil {
 			return errors.Join(err, tx.RollbackToSavepoint(b.ctx))
 		}
 		return tx.ReleaseSavepoint(b.ctx)
@@ -147,27 +141,6 @@ func receiveBatchWithoutSavepoint(t *testing.T, b *batchBundle, evs ...hookinbox
 		t.Fatal(err)
 	}
 	return byID
-}
-
-// batchFor returns the set-based handler the bundle registered, for the broken variant.
-func (b *batchBundle) batchFor(string) (hookinbox.BatchHandlerFunc[pgx.Tx], bool) {
-	return func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
-		for _, ev := range evs {
-			if err := countingHandler(ctx, tx, ev); err != nil {
-				return err
-			}
-			b.mu.Lock()
-			fail := b.failFor[ev.ID] > 0
-			if fail {
-				b.failFor[ev.ID]--
-			}
-			b.mu.Unlock()
-			if fail {
-				return errors.New("refused for " + ev.ID)
-			}
-		}
-		return nil
-	}, true
 }
 
 // checkPoisonedBatch: one event of a batch fails; only its own sender hears it, the

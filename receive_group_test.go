@@ -24,7 +24,8 @@ type groupBundle struct {
 	once    sync.Once
 }
 
-func setupGroup(t *testing.T) *groupBundle {
+// newGroupBundle is a groupBundle with no handler registered yet.
+func newGroupBundle(t *testing.T) *groupBundle {
 	t.Helper()
 	g := &groupBundle{
 		testBundle: setup(t, setupOpts{noBilling: true, sync: hookinbox.GroupConfig{Flushers: 1}}),
@@ -33,6 +34,12 @@ func setupGroup(t *testing.T) *groupBundle {
 		held:       make(chan struct{}),
 	}
 	t.Cleanup(g.release)
+	return g
+}
+
+func setupGroup(t *testing.T) *groupBundle {
+	t.Helper()
+	g := newGroupBundle(t)
 	handler := func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		if ev.ID == "evt_hold" {
 			close(g.held)

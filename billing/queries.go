@@ -17,19 +17,22 @@ ON CONFLICT (id) DO UPDATE
    SET status = 'open', updated_at = now()
  WHERE invoices.status = 'draft'`
 
-	// 'paid' may arrive before 'created', so it upserts; it never overwrites void. The
-	// final status is read back in the same statement's snapshot of the locked row.
-	sqlInvoicePay = `
-WITH upsert AS (
-    INSERT INTO invoices (id, customer_id, status, amount_paid, currency, paid_at)
-    VALUES ($1, $2, 'paid', $3, $4, now())
+	// invoicePaid is the payment's upsert, guarded: 'paid' may arrive before 'created',
+	// so it upserts; it never overwrites void.
+	invoicePaid = `
     ON CONFLICT (id) DO UPDATE
        SET status      = 'paid',
            amount_paid = EXCLUDED.amount_paid,
            currency    = coalesce(EXCLUDED.currency, invoices.currency),
            paid_at     = coalesce(invoices.paid_at, EXCLUDED.paid_at),
            updated_at  = now()
-     WHERE invoices.status NOT IN ('paid', 'void')
+     WHERE invoices.status NOT IN ('paid', 'void')`
+
+	// The final status is read back in the same statement's snapshot of the locked row.
+	sqlInvoicePay = `
+WITH upsert AS (
+    INSERT INTO invoices (id, customer_id, status, amount_paid, currency, paid_at)
+    VALUES ($1, $2, 'paid', $3, $4, now())` + invoicePaid + `
     RETURNING status
 )
 SELECT status FROM upsert
@@ -46,14 +49,7 @@ WITH input AS (
            AS t(id, customer_id, amount_paid, currency, event_id)
 ), upsert AS (
     INSERT INTO invoices (id, customer_id, status, amount_paid, currency, paid_at)
-    SELECT id, customer_id, 'paid', amount_paid, currency, now() FROM input
-    ON CONFLICT (id) DO UPDATE
-       SET status      = 'paid',
-           amount_paid = EXCLUDED.amount_paid,
-           currency    = coalesce(EXCLUDED.currency, invoices.currency),
-           paid_at     = coalesce(invoices.paid_at, EXCLUDED.paid_at),
-           updated_at  = now()
-     WHERE invoices.status NOT IN ('paid', 'void')
+    SELECT id, customer_id, 'paid', amount_paid, currency, now() FROM input` + invoicePaid + `
     RETURNING id
 ), booked AS (
     INSERT INTO ledger_entries (invoice_id, kind, amount, currency, event_id)
