@@ -1,8 +1,12 @@
 package chaos
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -20,11 +24,12 @@ const (
 	CheckUnprocessed = "left unprocessed (pending, not in review)"
 	CheckReview      = "in review (max attempts used)"
 	CheckOwnExits    = "server exits the harness did not cause"
+	CheckLeaked      = "log lines with the signing secret or a payload"
 )
 
 // Checks lists the checks in order.
 var Checks = []string{CheckUnacked, CheckRefused, CheckLost, CheckTwice, CheckForwarded,
-	CheckWrongState, CheckUnprocessed, CheckReview, CheckOwnExits}
+	CheckWrongState, CheckUnprocessed, CheckReview, CheckOwnExits, CheckLeaked}
 
 // Finding is one check's count and a few examples of what it counted.
 type Finding struct {
@@ -73,6 +78,10 @@ type Observed struct {
 	BillingSink bool
 	// OwnExits is the number of server exits the harness did not cause.
 	OwnExits int
+	// Logs are the servers' log files, and Canaries what none of their lines may hold:
+	// the signing secret and the workload's payload marker.
+	Logs     []string
+	Canaries []string
 }
 
 // Check compares the database, the sink's record and the senders' acknowledgements
@@ -90,6 +99,9 @@ func Check(ctx context.Context, pool *pgxpool.Pool, w *Workload, o *Observed) (F
 	}
 	for range o.OwnExits {
 		f.add(CheckOwnExits, "see the process logs")
+	}
+	if err := checkLogs(f, o.Logs, o.Canaries); err != nil {
+		return nil, err
 	}
 
 	db, err := readDatabase(ctx, pool)
@@ -369,3 +381,29 @@ func readSink(deliveries []SinkDelivery) *sinkState {
 // RedeliveredSameKey counts deliveries the sink had seen before under the same key:
 // the outbox's at-least-once, which the key makes harmless.
 func RedeliveredSameKey(deliveries []SinkDelivery) int { return readSink(deliveries).sameKey }
+
+// checkLogs counts the log lines that hold a canary: a secret or a payload reached
+// a log.
+func checkLogs(f Findings, logs, canaries []string) error {
+	for _, path := range logs {
+		file, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("error reading a server's log: %w", err)
+		}
+		sc := bufio.NewScanner(file)
+		sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
+		for n := 1; sc.Scan(); n++ {
+			for _, c := range canaries {
+				if c != "" && bytes.Contains(sc.Bytes(), []byte(c)) {
+					f.add(CheckLeaked, "%s:%d holds %.8s…", filepath.Base(path), n, c)
+				}
+			}
+		}
+		err = sc.Err()
+		file.Close()
+		if err != nil {
+			return fmt.Errorf("error reading %s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +252,26 @@ func (b *world) table(f Findings) string {
 	var s strings.Builder
 	PrintTable(&s, []*Report{{Scenario: "planted", Findings: f, Figures: map[string]int{}}})
 	return s.String()
+}
+
+// The canary check counts each log line that holds the secret or the payload marker,
+// and nothing in a clean log: the broken variant is a server that logs a body.
+func TestCheckLogs_CountsLinesWithACanary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clean := filepath.Join(dir, "clean.log")
+	leaky := filepath.Join(dir, "leaky.log")
+	if err := os.WriteFile(clean, []byte(`{"level":"WARN","msg":"hookinbox: handler failed","event_id":"evt_1"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leaky, []byte(`{"msg":"ok"}`+"\n"+`{"msg":"body","body":"..`+PayloadMarker+`.."}`+"\n"+`{"secret":"whsec_x"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := Findings{}
+	if err := checkLogs(f, []string{clean}, []string{"whsec_x", PayloadMarker}); err != nil || f.Count(CheckLeaked) != 0 {
+		t.Fatalf("a clean log: %d, %v", f.Count(CheckLeaked), err)
+	}
+	if err := checkLogs(f, []string{clean, leaky}, []string{"whsec_x", PayloadMarker}); err != nil || f.Count(CheckLeaked) != 2 {
+		t.Fatalf("a log with a payload and a secret: %d, %v; want 2", f.Count(CheckLeaked), err)
+	}
 }

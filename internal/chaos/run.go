@@ -200,8 +200,13 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		p.Stop(10 * time.Second)
 	}
 
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return nil, err
+	}
 	findings, err := Check(ctx, pool, w, &Observed{
 		Acks: acks, Sink: sink.Deliveries(), BillingSink: s.billingSink(), OwnExits: ownExits(procs),
+		Logs: logs, Canaries: []string{"whsec_chaos_" + s.Name, PayloadMarker},
 	})
 	if err != nil {
 		return nil, err

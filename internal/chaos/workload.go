@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// PayloadMarker is in every event's payload, and must never be in a server's log.
+const PayloadMarker = "CHAOS-PAYLOAD-MARKER-never-logged"
+
 // Scripts are the lives of an invoice the workload draws from. Each one's final state
 // is the same whatever order its events arrive in, which is what makes the final
 // state checkable: billing's handlers are state transitions (G6).
@@ -160,8 +163,8 @@ func (f *Fact) addEvent(typ string, r *rand.Rand) {
 		paid = f.Amount
 	}
 	ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","type":%q,"created":%d,"livemode":false,`+
-		`"data":{"object":{"id":%q,"object":"invoice","customer":%q,"status":%q,"amount_paid":%d,"currency":"usd"}}}`,
-		ev.ID, typ, time.Now().Unix(), f.Invoice, f.Customer, status, paid)
+		`"data":{"object":{"id":%q,"object":"invoice","customer":%q,"status":%q,"amount_paid":%d,"currency":"usd","description":%q}}}`,
+		ev.ID, typ, time.Now().Unix(), f.Invoice, f.Customer, status, paid, PayloadMarker)
 	f.Events = append(f.Events, ev)
 }
 
