@@ -296,6 +296,11 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 	t.Logf("outage: %d requests sent while it was down, %d of them 2xx (committed before the stop); latency p50 %s, p99 %s, max %s",
 		len(outageLatencies), okDuringOutage, q(0.5), q(0.99), q(1))
 	t.Logf("outage: %d events retried by their senders (up to %d requests for one), each processed once", retried, mostTries)
+	// Through the outage's errors and retries, neither the secret nor a payload
+	// reached serve's log.
+	if logs := p.Logs(); strings.Contains(logs, e2eSecret) || strings.Contains(logs, "cus_outage") || strings.Contains(logs, `"amount_paid"`) {
+		t.Errorf("serve's log holds the secret or a payload")
+	}
 }
 
 // outageSend posts one signed delivery and times it.
