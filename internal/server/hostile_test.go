@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -120,14 +121,20 @@ func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hosti
 	}
 	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
+		// Nor the metrics, read as a scraper reads them.
+		exposition := httptest.NewRecorder()
+		metrics.Handler().ServeHTTP(exposition, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		stop()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
 		}
 		b.Close()
-		// Neither the secrets nor a payload reach the logs, whatever was sent.
-		if l := logs.String(); strings.Contains(l, hostileStripeSecret) || strings.Contains(l, hostileGitHubSecret) || strings.Contains(l, "in_hostile") {
-			t.Errorf("the log holds a secret or a payload")
+		// Neither the secrets nor a payload reach the logs or the metrics, whatever was
+		// sent.
+		for what, text := range map[string]string{"log": logs.String(), "metrics": exposition.Body.String()} {
+			if strings.Contains(text, hostileStripeSecret) || strings.Contains(text, hostileGitHubSecret) || strings.Contains(text, "in_hostile") {
+				t.Errorf("the %s holds a secret or a payload", what)
+			}
 		}
 	})
 
