@@ -84,7 +84,10 @@ HOOKINBOX_DATABASE_URL nor a config file, so that it never loads a production
 database by accident.
 
 --concurrency N senders run closed loops: each signs a request, sends it, waits for
-the answer and only then sends the next, over kept-alive connections. Every request
+the answer and only then sends the next, over kept-alive connections, one per
+sender. To take less of the cores the server shares with it, a sender writes its
+HTTP/1.1 request in one buffer and reads the answer with net/http's parser; https://
+URLs go through net/http's client. Every request
 is a new event: a new event id and, for stripe, a new invoice. --duplicates F makes a
 fraction F of the requests resend an event the same sender had sent before (answered
 duplicate). A run is --count requests, or as many as fit in --duration (default 10s).

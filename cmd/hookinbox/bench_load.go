@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	mrand "math/rand/v2"
 	"net"
@@ -155,6 +154,7 @@ type sender struct {
 	// duplicates come from.
 	answered []int64
 	rng      *mrand.Rand
+	poster   poster
 }
 
 // maxAnswered bounds a sender's pool of events to resend.
@@ -180,7 +180,15 @@ func runLoad(ctx context.Context, spec *loadSpec) *loadResult {
 			rng:       mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano()))),
 		}
 		senders[i] = s
+		p, err := newPoster(spec.url, spec.signer, spec.client.Timeout, func() *http.Client { return spec.client })
+		if err != nil {
+			s.errors["transport"]++
+			s.firstError = err.Error()
+			continue
+		}
+		s.poster = p
 		wg.Go(func() {
+			defer p.close()
 			for ctx.Err() == nil {
 				if spec.count > 0 {
 					if issued.Add(1) > spec.count {
@@ -229,7 +237,7 @@ func (s *sender) send(spec *loadSpec) {
 	if spec.started != nil && !dup {
 		spec.started(ev.id, t0)
 	}
-	status, outcome, err := post1(spec.client, spec.url, spec.signer, ev)
+	status, outcome, err := s.poster.post(ev)
 	s.latencies = append(s.latencies, time.Since(t0))
 	spec.done.Add(1)
 	switch {
@@ -267,22 +275,9 @@ func post1(client *http.Client, url string, signer hookinboxtest.Signer, ev outg
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
-	var outcome string
-	if resp.StatusCode/100 == 2 {
-		outcome = resp.Header.Get("Hookinbox-Outcome")
-		if outcome == "" {
-			outcome = strconv.Itoa(resp.StatusCode) // not a hookinbox server
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-	} else {
-		var b []byte
-		b, err = io.ReadAll(io.LimitReader(resp.Body, 512))
-		outcome = string(bytes.Join(bytes.Fields(b), []byte(" ")))
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
+	outcome, err := readOutcome(resp)
 	if err != nil {
-		return 0, "", fmt.Errorf("error reading the answer: %w", err)
+		return 0, "", err
 	}
 	return resp.StatusCode, outcome, nil
 }

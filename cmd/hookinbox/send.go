@@ -382,11 +382,7 @@ func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgo
 // url), except that schemes that send the event's id and type in headers get the
 // event's own.
 func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*http.Request, error) {
-	es, ok := signer.(hookinboxtest.EventSigner)
-	if !ok {
-		return hookinboxtest.NewRequest(url, signer, ev.body)
-	}
-	h, err := es.SignEvent(ev.body, time.Now(), ev.id, cmp.Or(ev.signType, ev.typ))
+	h, err := signedHeaders(url, signer, ev)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +391,6 @@ func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*ht
 		return nil, err
 	}
 	req.Header = h
-	req.Header.Set("Content-Type", "application/json")
 	return req, nil
 }
 
