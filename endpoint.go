@@ -144,8 +144,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	if err == nil {
 		d.outcome = out
 		d.status = http.StatusOK
-		w.Header().Set(OutcomeHeader, string(out))
-		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
+		writeOutcome(w, out)
 		return
 	}
 	d.failReceive(w, err)
@@ -210,7 +209,46 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeOutcome answers 200 with out in the Hookinbox-Outcome header and as the body
+// {"outcome":"..."}. The body of an outcome that JSON writes as it is (all of
+// hookinbox's) is assembled without an encoder: this is every delivery's answer.
+func writeOutcome(w http.ResponseWriter, out Outcome) {
+	w.Header().Set(OutcomeHeader, string(out))
+	if !plainOutcome(out) {
+		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	b := make([]byte, 0, len(`{"outcome":""}`)+len(out)+1)
+	b = append(b, `{"outcome":"`...)
+	b = append(b, out...)
+	b = append(b, "\"}\n"...)
+	_, _ = w.Write(b)
+}
+
+// plainOutcome says whether out is lower-case letters and underscores, which JSON
+// writes as they are.
+func plainOutcome(out Outcome) bool {
+	for _, c := range []byte(out) {
+		if (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return out != ""
+}
+
 func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Duration) {
+	level := slog.LevelInfo
+	switch {
+	case d.status >= 500:
+		level = slog.LevelError
+	case d.status >= 400:
+		level = slog.LevelWarn
+	}
+	if !i.logger.Enabled(r.Context(), level) {
+		return
+	}
 	attrs := []slog.Attr{
 		slog.String("endpoint", d.endpoint),
 		slog.Int("status", d.status),
@@ -219,13 +257,6 @@ func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Dura
 	if d.eventID != "" {
 		attrs = append(attrs, slog.String("event_id", d.eventID), slog.String("event_type", d.eventType),
 			slog.Int("secret_index", d.secretIndex))
-	}
-	level := slog.LevelInfo
-	switch {
-	case d.status >= 500:
-		level = slog.LevelError
-	case d.status >= 400:
-		level = slog.LevelWarn
 	}
 	if d.events > 0 {
 		attrs = append(attrs, slog.Int("events", d.events))

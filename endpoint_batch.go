@@ -50,8 +50,7 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 	d.status = http.StatusOK
 	if len(outs) == 1 {
 		d.outcome, d.eventID, d.eventType = outs[0], evs[0].ID, evs[0].Type
-		w.Header().Set(OutcomeHeader, string(outs[0]))
-		writeJSON(w, http.StatusOK, map[string]string{"outcome": string(outs[0])})
+		writeOutcome(w, outs[0])
 		return
 	}
 	counts := map[Outcome]int{}

@@ -12,9 +12,8 @@ const maxFieldPathDepth = 8
 // eventObject decodes a verified body as a JSON object. Keys are matched exactly
 // afterwards: encoding/json's struct decoding would also accept "ID" for "id".
 func eventObject(scheme string, body []byte) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		// The decoder's error is not wrapped: it can quote part of the body.
+	fields, ok := objectMembers(body)
+	if !ok {
 		return nil, fmt.Errorf("%s: event is not a JSON object: %w", scheme, ErrUnparsableEvent)
 	}
 	return fields, nil
@@ -36,8 +35,11 @@ func eventString(scheme string, fields map[string]json.RawMessage, path string, 
 			return n.String(), nil
 		}
 	}
-	var value string
-	if err := json.Unmarshal(raw, &value); err != nil {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", fmt.Errorf("%s: event %s is not a string: %w", scheme, path, ErrUnparsableEvent)
+	}
+	value, ok := unquote(raw) // a valid JSON string, unescaped as a name is
+	if !ok {
 		return "", fmt.Errorf("%s: event %s is not a string: %w", scheme, path, ErrUnparsableEvent)
 	}
 	if value == "" {
@@ -57,8 +59,7 @@ func lookupPath(fields map[string]json.RawMessage, path string) (json.RawMessage
 		if !nested {
 			return raw, true
 		}
-		fields = nil
-		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		if fields, ok = objectMembers(raw); !ok {
 			return nil, false
 		}
 		path = rest

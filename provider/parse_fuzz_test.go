@@ -131,3 +131,39 @@ func FuzzHeaderValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzObjectMembers holds objectMembers, which reads every event's top level, to
+// json.Unmarshal into a map[string]json.RawMessage: the same verdict on every input,
+// and for an object the same names with the same values.
+func FuzzObjectMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"evt_1","type":"invoice.paid","data":{"object":{"id":"in_1","lines":[1,2,{"a":"}"}]}}}`,
+		`{}`, ` { "a" : 1 , "b" : [ ] , "c" : { } } `, `{"a":"x","a":"y"}`, `{"\u0069d":"escaped name"}`,
+		`{"a\"b":"\\\"","c":"\u00e9"}`, "{\"caf\xc3\xa9\":1,\"bad\xff\":2}", `{"n":-1.5e+3,"t":true,"f":false,"z":null}`,
+		`[]`, `null`, `"s"`, `1`, `{"a":1,}`, `{"a":1}x`, `{"a":1} `, `{"a":"unterminated}`, ``, ` `,
+		`{"a":[[[[{"b":"]"}]]]],"c":"{"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var want map[string]json.RawMessage
+		wantOK := json.Unmarshal(doc, &want) == nil && want != nil
+		got, ok := objectMembers(doc)
+		if ok != wantOK {
+			t.Fatalf("objectMembers(%q) ok %v, json.Unmarshal ok %v", doc, ok, wantOK)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("objectMembers(%q): %d members, json.Unmarshal %d", doc, len(got), len(want))
+		}
+		for name, v := range want {
+			if g, found := got[name]; !found || !bytes.Equal(g, v) {
+				t.Fatalf("objectMembers(%q)[%q] = %q (found %v), json.Unmarshal %q", doc, name, g, found, v)
+			}
+		}
+		for name, v := range got {
+			if cap(v) != len(v) {
+				t.Fatalf("objectMembers(%q)[%q] has room to append into the document", doc, name)
+			}
+		}
+	})
+}
