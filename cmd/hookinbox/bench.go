@@ -140,7 +140,9 @@ ratio: duplicates write nothing, pgbench's transactions are all new events. drai
 and forward have no pgbench anchor: what they measure, the workers' claims and
 processing and the dispatcher's deliveries, is not one SQL script that pgbench could
 run in their place. The load generator, the server, pgbench and the database share
-this machine.
+this machine. Before hookinbox's run and before pgbench's, bench runs CHECKPOINT
+(when its role may: a superuser or pg_checkpoint), so that neither run starts with
+a checkpoint due and the other not.
 
 The figures depend on the settings printed with them. This repository's CI machine
 runs its PostgreSQL with autovacuum off (SHOW autovacuum), and so does a benchmark
@@ -398,6 +400,7 @@ func (a *app) benchRemote(ctx context.Context, f *benchFlags, r *benchReport, p 
 			}
 			defer admin.Close()
 			r.Settings.readPostgres(ctx, admin, "")
+			r.Settings.checkpoint(ctx, admin)
 		}
 	}
 	lf := &loadFlags{f: f, signer: signer, gen: gen}
@@ -423,6 +426,6 @@ func (a *app) benchRemote(ctx context.Context, f *benchFlags, r *benchReport, p 
 	if err != nil {
 		return err
 	}
-	r.Pgbench = runPgbenchFor(ctx, f, admin, f.databaseURL, cfg, anchorGen)
+	r.Pgbench = runPgbenchFor(ctx, f, admin, f.databaseURL, cfg, anchorGen, &r.Settings)
 	return nil
 }

@@ -143,7 +143,9 @@ type pgbenchReport struct {
 
 // runPgbenchFor runs the anchor of f.mode on a fresh schema of the database at raw,
 // migrated with cfg's migration lines, at f's concurrency, for f's duration or count.
-func runPgbenchFor(ctx context.Context, f *benchFlags, admin *pgxpool.Pool, raw string, cfg *config.Config, gen *eventGen) *pgbenchReport {
+// It runs CHECKPOINT first, as before hookinbox's run (settings.checkpoint).
+func runPgbenchFor(ctx context.Context, f *benchFlags, admin *pgxpool.Pool, raw string, cfg *config.Config, gen *eventGen,
+	settings *benchSettings) *pgbenchReport {
 	script, ok := pgbenchScripts[f.mode]
 	switch {
 	case !ok:
@@ -211,6 +213,7 @@ func runPgbenchFor(ctx context.Context, f *benchFlags, admin *pgxpool.Pool, raw 
 	payload, message := pgbenchPayloads(gen)
 	args = append(args, "-D", "seq=0", "-D", "payload="+payload, "-D", "message="+message,
 		"-l", "--log-prefix", filepath.Join(dir, "log"), "-f", scriptPath, conn)
+	settings.checkpoint(ctx, admin)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+schema, "PGAPPNAME=hookinbox-bench-pgbench")
 	var stdout, stderr bytes.Buffer
@@ -353,7 +356,28 @@ type benchSettings struct {
 	LoadAverage float64 `json:"load_average,omitempty"`
 	// SettingsError says why the database's settings could not be read.
 	SettingsError string `json:"settings_error,omitempty"`
+	// Checkpoint is "before each run" when bench ran CHECKPOINT before hookinbox's
+	// run and before pgbench's, else why not (the role may not).
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
+
+// checkpoint runs CHECKPOINT before a measured run, so that no run starts with a
+// checkpoint due: after one, every page's first change writes the whole page to the
+// WAL, and a checkpoint that falls in one run and not the other moves their ratio.
+// It needs a superuser or pg_checkpoint; without, the settings say so and the runs go
+// on.
+func (s *benchSettings) checkpoint(ctx context.Context, admin *pgxpool.Pool) {
+	if s.Checkpoint != "" && s.Checkpoint != checkpointed {
+		return // refused once: it will be again
+	}
+	if _, err := admin.Exec(ctx, "CHECKPOINT"); err != nil {
+		s.Checkpoint = "not run: " + err.Error()
+		return
+	}
+	s.Checkpoint = checkpointed
+}
+
+const checkpointed = "before each run"
 
 func hostSettings() benchSettings {
 	s := benchSettings{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}

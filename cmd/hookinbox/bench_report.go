@@ -318,6 +318,9 @@ func (r *benchReport) writeSettings(w io.Writer) {
 		fmt.Fprintf(w, ", %d outbox deliveries in flight", s.Dispatchers)
 	}
 	fmt.Fprintln(w)
+	if s.Checkpoint != "" {
+		fmt.Fprintf(w, "%-10s CHECKPOINT %s\n", "note", s.Checkpoint)
+	}
 	if s.Autovacuum == "off" {
 		fmt.Fprintf(w, "%-10s autovacuum is off: nothing is vacuumed or analyzed during the run\n", "note")
 	}

@@ -297,6 +297,9 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 	}
 
 	lf := &loadFlags{f: f, signer: signer, gen: gen}
+	if bdb.admin != nil {
+		r.Settings.checkpoint(ctx, bdb.admin)
+	}
 	switch f.mode {
 	case benchSync, benchForward:
 		err = lf.runServed(ctx, cfg, backend, metrics, logger, addrs, sink, r, p)
@@ -319,7 +322,7 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 		return err
 	}
 	if (f.mode == benchSync || f.mode == benchAccept) && ctx.Err() == nil {
-		r.Pgbench = runPgbenchFor(ctx, f, bdb.admin, bdb.url, cfg, gen)
+		r.Pgbench = runPgbenchFor(ctx, f, bdb.admin, bdb.url, cfg, gen, &r.Settings)
 	}
 	return nil
 }
