@@ -24,12 +24,15 @@ type batchBundle struct {
 	*groupBundle
 	calls []int // sizes of the batch handler's calls, in order
 	batch hookinbox.BatchHandlerFunc[pgx.Tx]
+	// swallow are event ids for which the handler runs a failing statement and
+	// ignores its error, leaving the transaction aborted while it returns nil.
+	swallow map[string]bool
 }
 
 func setupBatch(t *testing.T) *batchBundle {
 	t.Helper()
 	g := newGroupBundle(t)
-	b := &batchBundle{groupBundle: g}
+	b := &batchBundle{groupBundle: g, swallow: map[string]bool{}}
 	b.batch = func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
 		if len(evs) == 1 && evs[0].ID == "evt_hold" {
 			close(g.held)
@@ -41,6 +44,9 @@ func setupBatch(t *testing.T) *batchBundle {
 		for _, ev := range evs {
 			if err := countingHandler(ctx, tx, ev); err != nil {
 				return err
+			}
+			if b.swallow[ev.ID] {
+				_, _ = tx.Exec(ctx, `SELECT 1/0`) // the error is ignored; the transaction is aborted
 			}
 			g.mu.Lock()
 			fail := g.failFor[ev.ID] > 0
@@ -81,6 +87,30 @@ func TestReceiveBatch_OneCallForTheGroup(t *testing.T) {
 	// The held delivery's call, then one call for the three.
 	if got := b.callSizes(); fmt.Sprint(got) != "[1 3]" {
 		t.Fatalf("batch handler calls %v, want [1 3]", got)
+	}
+}
+
+// A set-based handler that swallows a database error returns nil with the group's
+// transaction aborted: the group's commit fails, nothing of it is answered 2xx, and
+// each delivery is received again alone, so that only the swallowing one fails.
+func TestReceiveBatch_HandlerThatSwallowsAnErrorFailsItsOwnDeliveryOnly(t *testing.T) {
+	t.Parallel()
+	b := setupBatch(t)
+	b.swallow["evt_swallow"] = true
+	byID := b.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_swallow"), paid(epBilling, "evt_3"))
+	for _, id := range []string{"evt_1", "evt_3"} {
+		if r := byID[id][0]; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+			t.Errorf("%s: %s, %v; want processed", id, r.out, r.err)
+		}
+		if r := b.receipt(t, epBilling, id); r == nil || b.effects(t, id) != 1 {
+			t.Errorf("%s: receipt %v, applied %d times; want a receipt, applied once", id, r, b.effects(t, id))
+		}
+	}
+	if r := byID["evt_swallow"][0]; r.err == nil {
+		t.Errorf("the swallowing delivery answered %s, want an error", r.out)
+	}
+	if b.receipt(t, epBilling, "evt_swallow") != nil || b.effects(t, "evt_swallow") != 0 {
+		t.Error("the swallowing delivery left a receipt or an effect")
 	}
 }
 
