@@ -523,8 +523,10 @@ func TestWorkerBatch_SetBasedHandlerOneCallAndFallback(t *testing.T) {
 	mu.Unlock()
 	process("evt_4", "evt_5", "evt_6")
 	mu.Lock()
-	if fmt.Sprint(calls) != "[3 1 1 1]" {
-		t.Fatalf("calls %v, want the batch's, then one each", calls)
+	// The batch's call; then its halves: evt_4 alone, evt_5 and evt_6 together
+	// (refused), then each of those alone.
+	if fmt.Sprint(calls) != "[3 1 2 1 1]" {
+		t.Fatalf("calls %v, want the batch's, then its halves', then one each", calls)
 	}
 	mu.Unlock()
 	for _, id := range []string{"evt_1", "evt_2", "evt_3", "evt_4", "evt_6"} {
@@ -534,5 +536,66 @@ func TestWorkerBatch_SetBasedHandlerOneCallAndFallback(t *testing.T) {
 	}
 	if r := b.receipt(t, epAsync, "evt_5"); r == nil || r.State != hookinbox.StatePending || r.LastError == "" || b.effects(t, "evt_5") != 0 {
 		t.Fatalf("evt_5: %+v; want pending with its error and nothing applied", r)
+	}
+}
+
+// A worker's batch with one failing receipt is split in halves until the failure is
+// alone: every other receipt is processed once, in a part that committed; the failing
+// one is left pending with its error; each receipt's attempt, counted once by the
+// claim, ends as one row of the attempt history.
+func TestWorkerBatch_FailureIsIsolatedByHalving(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noBilling: true})
+	var mu sync.Mutex
+	var calls []int
+	b.inbox.HandleBatch(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+		mu.Lock()
+		calls = append(calls, len(evs))
+		mu.Unlock()
+		for _, ev := range evs {
+			if err := countingHandler(ctx, tx, ev); err != nil {
+				return err
+			}
+			if ev.ID == "evt_6" {
+				return errors.New("refused " + ev.ID)
+			}
+		}
+		return nil
+	})
+	var ids []string
+	for n := range 8 {
+		ids = append(ids, fmt.Sprintf("evt_%d", n))
+		b.receive(t, paid(epAsync, ids[n]))
+	}
+	batch, err := b.inbox.ClaimBatchForTest(b.ctx, 10, epAsync)
+	if err != nil || len(batch) != len(ids) {
+		t.Fatalf("claimed %d, %v; want %d", len(batch), err, len(ids))
+	}
+	b.inbox.ProcessBatchForTest(b.ctx, batch)
+	mu.Lock()
+	// All 8 (refused); 0-3 (committed); 4-7 (refused); 4-5 (committed); 6-7
+	// (refused); 6 alone (refused); 7 alone.
+	if fmt.Sprint(calls) != "[8 4 4 2 2 1 1]" {
+		t.Errorf("calls %v, want [8 4 4 2 2 1 1]", calls)
+	}
+	mu.Unlock()
+	for _, id := range ids {
+		r := b.receipt(t, epAsync, id)
+		var history int
+		if err := b.db.Pool.QueryRow(b.ctx, `SELECT count(*) FROM hookinbox_attempt WHERE endpoint = $1 AND event_id = $2`,
+			epAsync, id).Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case id == "evt_6":
+			if r == nil || r.State != hookinbox.StatePending || r.LastError == "" || b.effects(t, id) != 0 {
+				t.Errorf("%s: %+v, applied %d times; want pending with its error, nothing applied", id, r, b.effects(t, id))
+			}
+		case r == nil || r.State != hookinbox.StateProcessed || b.effects(t, id) != 1:
+			t.Errorf("%s: %+v, applied %d times; want processed once", id, r, b.effects(t, id))
+		}
+		if r != nil && (r.Attempts != 1 || history != 1) {
+			t.Errorf("%s: %d attempts counted, %d in the history; want 1 and 1", id, r.Attempts, history)
+		}
 	}
 }
