@@ -53,6 +53,7 @@ type benchFlags struct {
 	workers        int
 	dispatchers    int
 	syncFlushers   int
+	acceptFlushers int
 	backlog        string
 	pgbench        string
 	timeout        time.Duration
@@ -207,6 +208,7 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 	fl.IntVar(&f.workers, "workers", 4, "workers (worker.concurrency) of drain and forward")
 	fl.IntVar(&f.dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward")
 	fl.IntVar(&f.syncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
+	fl.IntVar(&f.acceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
 	fl.StringVar(&f.backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
 	fl.StringVar(&f.pgbench, "pgbench", "pgbench", `the pgbench binary for the anchor of sync and accept, or "off"`)
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long drain and forward wait for the last event to be processed or delivered")

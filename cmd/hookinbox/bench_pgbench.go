@@ -345,12 +345,14 @@ type benchSettings struct {
 	// PoolMaxConns is the in-process server's pool size.
 	PoolMaxConns int32 `json:"pool_max_conns,omitempty"`
 	// SyncFlushers is --sync-flushers, when given.
-	SyncFlushers int    `json:"sync_flushers,omitempty"`
-	Workers      int    `json:"workers,omitempty"`
-	Dispatchers  int    `json:"dispatchers,omitempty"`
-	Cores        int    `json:"cores"`
-	GOMAXPROCS   int    `json:"gomaxprocs"`
-	GoVersion    string `json:"go_version"`
+	SyncFlushers int `json:"sync_flushers,omitempty"`
+	// AcceptFlushers is --accept-flushers, when given.
+	AcceptFlushers int    `json:"accept_flushers,omitempty"`
+	Workers        int    `json:"workers,omitempty"`
+	Dispatchers    int    `json:"dispatchers,omitempty"`
+	Cores          int    `json:"cores"`
+	GOMAXPROCS     int    `json:"gomaxprocs"`
+	GoVersion      string `json:"go_version"`
 	// LoadAverage is the machine's 1-minute load average before the run (Linux): on a
 	// machine that other work shares, the figures are of what was left.
 	LoadAverage float64 `json:"load_average,omitempty"`

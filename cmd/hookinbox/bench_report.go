@@ -291,6 +291,9 @@ func (r *benchReport) writeSettings(w io.Writer) {
 		if s.PoolMaxConns > 0 {
 			fmt.Fprintf(w, ", pool_max_conns=%d", s.PoolMaxConns)
 		}
+		if s.AcceptFlushers > 0 {
+			fmt.Fprintf(w, ", group_commit.accept.flushers=%d", s.AcceptFlushers)
+		}
 		if s.SyncFlushers > 0 {
 			fmt.Fprintf(w, ", group_commit.sync.flushers=%d", s.SyncFlushers)
 		}

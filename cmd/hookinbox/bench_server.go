@@ -236,6 +236,10 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 	if err != nil {
 		return err
 	}
+	if f.acceptFlushers > 0 {
+		cfg.Accept.Flushers = f.acceptFlushers
+		r.Settings.AcceptFlushers = f.acceptFlushers
+	}
 	if f.syncFlushers > 0 {
 		cfg.Sync.Flushers = f.syncFlushers
 		r.Settings.SyncFlushers = f.syncFlushers
