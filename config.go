@@ -94,7 +94,8 @@ type WorkerConfig struct {
 
 	// BatchSize is the most receipts a worker claims in one statement and processes
 	// in one transaction. When one of them fails, the batch's transaction rolls back
-	// and each receipt is processed again in a transaction of its own.
+	// and the batch is split in halves, each processed the same way, down to single
+	// receipts in transactions of their own.
 	//
 	// Defaults to 25.
 	BatchSize int

@@ -102,7 +102,8 @@
 // (attempts counted, leases taken, SKIP LOCKED), then processes them in a second
 // transaction that locks the rows, re-checks that they are still pending, bounds every
 // statement below the lease, applies the handlers and marks them processed; when one
-// fails, each is processed again in a transaction of its own. On PostgreSQL a receipt
+// fails, the batch is halved until the failing receipt is processed alone, in a
+// transaction of its own. On PostgreSQL a receipt
 // accepted by another process wakes idle workers through LISTEN/NOTIFY, sent after
 // commit and coalesced (Config.PollOnly turns it off); polling is the fallback. A failed attempt is recorded and retried after
 // RetryDelayFunc; the attempt that reaches the worker's MaxAttempts puts the receipt in

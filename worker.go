@@ -116,7 +116,7 @@ func (i *Inbox[TTx]) extendLeases(ctx context.Context, batch []*driver.Receipt) 
 }
 
 // errBatchFailed stops a batch at its first failing receipt, so that the batch is
-// rolled back and each receipt processed on its own.
+// rolled back and processed again in halves.
 var errBatchFailed = errors.New("a receipt of the batch failed")
 
 // processBatch processes claimed receipts in one transaction: one lock statement, the
