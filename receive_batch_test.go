@@ -486,23 +486,7 @@ func TestWorkerBatch_SetBasedHandlerOneCallAndFallback(t *testing.T) {
 	var mu sync.Mutex
 	var calls []int
 	fail := map[string]bool{}
-	b.inbox.HandleBatch(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
-		mu.Lock()
-		calls = append(calls, len(evs))
-		mu.Unlock()
-		for _, ev := range evs {
-			if err := countingHandler(ctx, tx, ev); err != nil {
-				return err
-			}
-			mu.Lock()
-			bad := fail[ev.ID]
-			mu.Unlock()
-			if bad {
-				return errors.New("refused " + ev.ID)
-			}
-		}
-		return nil
-	})
+	b.inbox.HandleBatch(epAsync, "invoice.paid", recordingBatch(&mu, &calls, func(id string) bool { return fail[id] }))
 	process := func(ids ...string) {
 		t.Helper()
 		for _, id := range ids {
@@ -548,20 +532,7 @@ func TestWorkerBatch_FailureIsIsolatedByHalving(t *testing.T) {
 	b := setup(t, setupOpts{noBilling: true})
 	var mu sync.Mutex
 	var calls []int
-	b.inbox.HandleBatch(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
-		mu.Lock()
-		calls = append(calls, len(evs))
-		mu.Unlock()
-		for _, ev := range evs {
-			if err := countingHandler(ctx, tx, ev); err != nil {
-				return err
-			}
-			if ev.ID == "evt_6" {
-				return errors.New("refused " + ev.ID)
-			}
-		}
-		return nil
-	})
+	b.inbox.HandleBatch(epAsync, "invoice.paid", recordingBatch(&mu, &calls, func(id string) bool { return id == "evt_6" }))
 	var ids []string
 	for n := range 8 {
 		ids = append(ids, fmt.Sprintf("evt_%d", n))
@@ -597,5 +568,28 @@ func TestWorkerBatch_FailureIsIsolatedByHalving(t *testing.T) {
 		if r != nil && (r.Attempts != 1 || history != 1) {
 			t.Errorf("%s: %d attempts counted, %d in the history; want 1 and 1", id, r.Attempts, history)
 		}
+	}
+}
+
+// recordingBatch is a set-based handler that appends the size of each call to calls
+// (under mu), applies each event as the counting handler does, and fails the call at
+// the first event refuse names (refuse runs under mu).
+func recordingBatch(mu *sync.Mutex, calls *[]int, refuse func(id string) bool) hookinbox.BatchHandlerFunc[pgx.Tx] {
+	return func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+		mu.Lock()
+		*calls = append(*calls, len(evs))
+		mu.Unlock()
+		for _, ev := range evs {
+			if err := countingHandler(ctx, tx, ev); err != nil {
+				return err
+			}
+			mu.Lock()
+			bad := refuse(ev.ID)
+			mu.Unlock()
+			if bad {
+				return errors.New("refused " + ev.ID)
+			}
+		}
+		return nil
 	}
 }
