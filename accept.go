@@ -61,7 +61,7 @@ func (c GroupConfig) validate(what string) error {
 // fails the waiting deliveries (5xx, the senders retry) instead of holding them.
 const acceptTimeout = 10 * time.Second
 
-func newAccepter(ex driver.Executor, c GroupConfig) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
+func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
 	return groupcommit.New(groupcommit.Config{
 		Flushers: c.Flushers, MaxBatch: c.MaxBatch, QueueSize: c.QueueSize, Timeout: acceptTimeout,
 		// A row the database refuses fails its whole statement; halving isolates it,
@@ -71,7 +71,10 @@ func newAccepter(ex driver.Executor, c GroupConfig) *groupcommit.Committer[*driv
 			return !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded)
 		},
 	}, func(ctx context.Context, batch []*driver.InboxInsertParams) ([]bool, error) {
-		return insertBatch(ctx, ex, batch)
+		start := time.Now()
+		inserted, err := insertBatch(ctx, ex, batch)
+		observe(GroupInfo{Kind: GroupAccept, Size: len(batch), Failed: err != nil, Latency: time.Since(start)})
+		return inserted, err
 	})
 }
 

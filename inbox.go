@@ -25,6 +25,7 @@ type Inbox[TTx any] struct {
 	worker    WorkerConfig
 	logger    *slog.Logger
 	observer  Observer
+	groups    GroupObserver // the observer, when it is one; else nil
 	trace     tracing
 
 	mu       sync.RWMutex
@@ -84,6 +85,9 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if i.observer == nil {
 		i.observer = nopObserver{}
 	}
+	if g, ok := i.observer.(GroupObserver); ok {
+		i.groups = g
+	}
 	if err := i.worker.validate(); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
@@ -98,7 +102,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := accept.validate("accept"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	i.accepter = newAccepter(d.Executor(), accept)
+	i.accepter = newAccepter(d.Executor(), accept, i.observeGroup)
 	sync := config.Sync.withDefaults(syncFlushers, 32)
 	if err := sync.validate("sync"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
@@ -196,5 +200,12 @@ func (i *Inbox[TTx]) notifyWorkers() {
 	select {
 	case i.wake <- struct{}{}:
 	default:
+	}
+}
+
+// observeGroup tells the group observer, if any, of a group commit.
+func (i *Inbox[TTx]) observeGroup(g GroupInfo) {
+	if i.groups != nil {
+		i.groups.Group(g)
 	}
 }

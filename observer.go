@@ -58,6 +58,35 @@ type AttemptInfo struct {
 	Latency     time.Duration
 }
 
+// A GroupObserver is an Observer that is also told of every group commit: each
+// batch of accepted receipts (one INSERT) and each shared transaction of sync
+// deliveries. Inbox tells it when Config.Observer implements it. Group is called
+// on the flusher's goroutine, after the commit (or the failure), and must be quick.
+type GroupObserver interface {
+	Observer
+	Group(GroupInfo)
+}
+
+// The group commits a GroupInfo describes.
+const (
+	GroupAccept = "accept" // a batch of accepted receipts: one INSERT
+	GroupSync   = "sync"   // sync and hybrid deliveries sharing a transaction
+)
+
+// GroupInfo describes one group commit.
+type GroupInfo struct {
+	// Kind is GroupAccept or GroupSync.
+	Kind string
+	// Size is the number of deliveries in the group. A group of 1 is a delivery that
+	// found no other waiting: groups grow with load.
+	Size int
+	// Failed is true when the group's statement or shared transaction failed as a
+	// whole: its deliveries were then committed in halves (accept) or each alone
+	// (sync), which are not reported again.
+	Failed  bool
+	Latency time.Duration
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Delivery(DeliveryInfo) {}

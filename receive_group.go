@@ -59,13 +59,20 @@ func (i *Inbox[TTx]) receiveSyncGrouped(ctx context.Context, d *syncDelivery[TTx
 // receipt and answers duplicate, which is what the delivery is).
 func (i *Inbox[TTx]) receiveGroup(ctx context.Context, group []*syncDelivery[TTx]) ([]syncResult, error) {
 	traceGroup(group)
+	start := time.Now()
 	res := make([]syncResult, len(group))
 	handled := make([]bool, len(group)) // by the shared transaction, which committed
+	failed := false
 	if len(group) > 1 {
 		if h, err := i.receiveTogether(ctx, group, res); err == nil {
 			handled = h
+		} else {
+			failed = true
 		}
 	}
+	defer func() {
+		i.observeGroup(GroupInfo{Kind: GroupSync, Size: len(group), Failed: failed, Latency: time.Since(start)})
+	}()
 	for n := range group {
 		if handled[n] {
 			continue

@@ -3,6 +3,7 @@ package hookinbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -22,13 +23,43 @@ type groupBundle struct {
 	hold    chan struct{}
 	held    chan struct{}
 	once    sync.Once
+	groups  *groupRecorder
+}
+
+// groupRecorder is an Observer that keeps every group commit it is told of.
+type groupRecorder struct {
+	mu     sync.Mutex
+	groups []hookinbox.GroupInfo
+}
+
+func (r *groupRecorder) Delivery(hookinbox.DeliveryInfo) {}
+func (r *groupRecorder) Attempt(hookinbox.AttemptInfo)   {}
+func (r *groupRecorder) Group(g hookinbox.GroupInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups = append(r.groups, g)
+}
+
+// sizes returns the sizes of the groups of kind, in order, and whether any failed.
+func (r *groupRecorder) sizes(kind string) (sizes []int, failed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range r.groups {
+		if g.Kind == kind {
+			sizes = append(sizes, g.Size)
+			failed = failed || g.Failed
+		}
+	}
+	return sizes, failed
 }
 
 // newGroupBundle is a groupBundle with no handler registered yet.
 func newGroupBundle(t *testing.T) *groupBundle {
 	t.Helper()
+	groups := &groupRecorder{}
 	g := &groupBundle{
-		testBundle: setup(t, setupOpts{noBilling: true, sync: hookinbox.GroupConfig{Flushers: 1}}),
+		testBundle: setup(t, setupOpts{noBilling: true, sync: hookinbox.GroupConfig{Flushers: 1}, observer: groups}),
+		groups:     groups,
 		failFor:    map[string]int{},
 		hold:       make(chan struct{}),
 		held:       make(chan struct{}),
@@ -233,5 +264,28 @@ func TestReceiveGroup_HandlerThatSwallowsAnErrorFailsItsOwnDeliveryOnly(t *testi
 	}
 	if g.receipt(t, epAnalytics, "evt_swallow") != nil {
 		t.Fatal("the swallowing delivery left a receipt")
+	}
+}
+
+// A GroupObserver is told of every group commit: the sync group of three that waited
+// behind the held delivery, the held delivery's own group of one, and the accept
+// batches, whose sizes add up to the receipts accepted.
+func TestReceiveGroup_GroupObserverIsToldOfEveryGroup(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	g.inbox.Handle(epAsync, "invoice.paid", countingHandler)
+	g.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_2"), paid(epBilling, "evt_3"))
+	if sizes, failed := g.groups.sizes(hookinbox.GroupSync); fmt.Sprint(sizes) != "[1 3]" || failed {
+		t.Errorf("sync groups %v (failed %v), want [1 3]: the held delivery, then the three behind it", sizes, failed)
+	}
+	results := g.receiveAsync(paid(epAsync, "evt_4"), paid(epAsync, "evt_5"), paid(epAsync, "evt_6"))
+	collect(t, results, 3)
+	sizes, failed := g.groups.sizes(hookinbox.GroupAccept)
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if total != 3 || failed {
+		t.Errorf("accept groups %v (failed %v), want sizes adding up to 3", sizes, failed)
 	}
 }

@@ -45,6 +45,8 @@ type setupOpts struct {
 	pollOnly bool
 	// tracer, when set, receives the inbox's spans.
 	tracer trace.TracerProvider
+	// observer, when set, is the inbox's Observer.
+	observer hookinbox.Observer
 }
 
 // The test endpoints: one per mode, plus a second sync endpoint to show that the
@@ -129,6 +131,7 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 		Logger:   testLoggerTo(t, o.logs),
 
 		TracerProvider: o.tracer,
+		Observer:       o.observer,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL",
 		Long: `Generate load against hookinbox and print what it reached: the requests, the answers
-by outcome, the errors by status, the rate, the latency (p50, p90, p99, max), and the
+by outcome, the errors by status, the rate, the latency (p50, p90, p99, max), the
+in-process server's group commits (how many, and their mean size), and the
 settings it ran under (PostgreSQL's version, fsync, synchronous_commit and
 autovacuum, the pool size, the machine's cores, GOMAXPROCS and load average).
 --json prints all of it as one JSON object.

@@ -46,6 +46,8 @@ type benchReport struct {
 	Drain   *drainReport   `json:"drain,omitempty"`
 	Forward *forwardReport `json:"forward,omitempty"`
 	Pgbench *pgbenchReport `json:"pgbench,omitempty"`
+	// Groups are the in-process server's group commits, by kind (accept, sync).
+	Groups []groupReport `json:"groups,omitempty"`
 	// Ratio is Rate / Pgbench.TPS: the share of the database's own limit for the same
 	// SQL that hookinbox reached.
 	Ratio *float64 `json:"ratio,omitempty"`
@@ -238,6 +240,13 @@ func (r *benchReport) writeText(w io.Writer) {
 		}
 	}
 
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "%-10s %s: %d commits, %.1f deliveries each", "groups", g.Kind, g.Commits, g.MeanSize)
+		if g.Failed > 0 {
+			fmt.Fprintf(w, ", %d failed as a whole", g.Failed)
+		}
+		fmt.Fprintln(w)
+	}
 	switch p := r.Pgbench; {
 	case r.Mode == benchDrain || r.Mode == benchForward:
 		fmt.Fprintf(w, "%-10s no anchor for --mode %s: the workers' claims and processing and the outbox deliveries are not one SQL script\n", "pgbench", r.Mode)
@@ -405,4 +414,12 @@ func (p *progress) untrack() {
 		close(stop)
 		<-done
 	}
+}
+
+// groupReport sums the group commits of one kind (hookinbox.GroupInfo).
+type groupReport struct {
+	Kind     string  `json:"kind"`
+	Commits  int64   `json:"commits"`
+	MeanSize float64 `json:"mean_size"`
+	Failed   int64   `json:"failed,omitempty"`
 }

@@ -316,6 +316,7 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 		return err
 	}
 	closeBackend()
+	r.Groups = obs.groupReports()
 
 	if bdb.admin != nil {
 		r.After, err = countBenchPostgres(context.WithoutCancel(ctx), bdb.admin, bdb.schema)
@@ -573,10 +574,43 @@ func receiveBacklog(ctx context.Context, rcv benchReceiver, gen *eventGen, count
 // with the time each tenth of the backlog was reached.
 type drainObserver struct {
 	hookinbox.Observer
+	groups    [2]groupCounts // accept, sync
 	processed atomic.Int64
 	failed    atomic.Int64
 	bounds    []int64        // processed counts at the end of each tenth
 	marks     []atomic.Int64 // when each was reached, Unix nanoseconds
+}
+
+// groupCounts sums group commits of one kind.
+type groupCounts struct{ commits, deliveries, failed atomic.Int64 }
+
+// Group counts a group commit, and passes it on to the metrics.
+func (o *drainObserver) Group(g hookinbox.GroupInfo) {
+	c := &o.groups[0]
+	if g.Kind == hookinbox.GroupSync {
+		c = &o.groups[1]
+	}
+	c.commits.Add(1)
+	c.deliveries.Add(int64(g.Size))
+	if g.Failed {
+		c.failed.Add(1)
+	}
+	if m, ok := o.Observer.(hookinbox.GroupObserver); ok {
+		m.Group(g)
+	}
+}
+
+// groupReports are the group commits counted, by kind, those with any.
+func (o *drainObserver) groupReports() []groupReport {
+	var out []groupReport
+	for k, kind := range []string{hookinbox.GroupAccept, hookinbox.GroupSync} {
+		c := &o.groups[k]
+		if n := c.commits.Load(); n > 0 {
+			out = append(out, groupReport{Kind: kind, Commits: n,
+				MeanSize: round1(float64(c.deliveries.Load()) / float64(n)), Failed: c.failed.Load()})
+		}
+	}
+	return out
 }
 
 // expect sets the backlog; it is called before the workers start.

@@ -28,6 +28,8 @@ type Metrics struct {
 	attemptDuration  *prometheus.HistogramVec
 	exhausted        *prometheus.CounterVec
 	bodyConflicts    *prometheus.CounterVec
+	groupSize        *prometheus.HistogramVec
+	groupFailures    *prometheus.CounterVec
 
 	outboxDeliveries *prometheus.CounterVec
 	outboxDuration   *prometheus.HistogramVec
@@ -35,11 +37,10 @@ type Metrics struct {
 }
 
 var (
-	_ hookinbox.Observer = (*Metrics)(nil)
-	_ OutboxObserver     = (*Metrics)(nil)
+	_ hookinbox.GroupObserver = (*Metrics)(nil)
+	_ OutboxObserver          = (*Metrics)(nil)
 )
 
-// NewMetrics returns the metrics, with nothing observed yet.
 // SetRoles exports the roles this process runs, as hookinbox_role{role} = 1 for each.
 func (m *Metrics) SetRoles(roles []string) {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -52,6 +53,7 @@ func (m *Metrics) SetRoles(roles []string) {
 	m.registry.MustRegister(g)
 }
 
+// NewMetrics returns the metrics, with nothing observed yet.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -85,6 +87,15 @@ func NewMetrics() *Metrics {
 			Name: "hookinbox_duplicate_body_conflicts_total",
 			Help: "Duplicates whose body differs from the first delivery's, which was kept (see hookinbox events list --conflicts): a provider's bug, a changed replay, or two senders sharing an id space.",
 		}, []string{"endpoint"}),
+		groupSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_group_commit_size",
+			Help:    "Deliveries per group commit, by kind: accept (accepted receipts in one INSERT) or sync (sync and hybrid deliveries in one transaction). Groups grow with load; a size of 1 is a delivery that found no other waiting.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
+		}, []string{"kind"}),
+		groupFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_group_commit_failures_total",
+			Help: "Group commits that failed as a whole, by kind: their deliveries were then committed in halves (accept) or each alone (sync).",
+		}, []string{"kind"}),
 		outboxDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_outbox_deliveries_total",
 			Help: `Outbox delivery attempts by sink ("endpoint:<name>" for forward endpoints, "default" for outbox.sink) and result (delivered, failed, stale: the lease ran out before the result was recorded).`,
@@ -103,6 +114,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.deliveries, m.deliveryDuration, m.secretSlots, m.attempts, m.attemptDuration, m.exhausted, m.bodyConflicts,
+		m.groupSize, m.groupFailures,
 		m.outboxDeliveries, m.outboxDuration, m.outboxDuplicates,
 	)
 	return m
@@ -131,6 +143,14 @@ func (m *Metrics) Attempt(a hookinbox.AttemptInfo) {
 	m.attemptDuration.WithLabelValues(a.Endpoint).Observe(a.Latency.Seconds())
 	if a.NeedsReview {
 		m.exhausted.WithLabelValues(a.Endpoint).Inc()
+	}
+}
+
+// Group counts one group commit.
+func (m *Metrics) Group(g hookinbox.GroupInfo) {
+	m.groupSize.WithLabelValues(g.Kind).Observe(float64(g.Size))
+	if g.Failed {
+		m.groupFailures.WithLabelValues(g.Kind).Inc()
 	}
 }
 

@@ -34,6 +34,8 @@ func TestMetrics_CountDeliveriesAndAttempts(t *testing.T) {
 	m.Delivery(hookinbox.DeliveryInfo{Endpoint: "billing", Status: 401, Reason: "unauthorized", SecretIndex: -1})
 	m.Attempt(hookinbox.AttemptInfo{Endpoint: "queue", Result: hookinbox.AttemptFailed, NeedsReview: true, Latency: time.Second})
 	m.Attempt(hookinbox.AttemptInfo{Endpoint: "queue", Result: hookinbox.AttemptProcessed})
+	m.Group(hookinbox.GroupInfo{Kind: hookinbox.GroupAccept, Size: 7})
+	m.Group(hookinbox.GroupInfo{Kind: hookinbox.GroupSync, Size: 3, Failed: true})
 
 	body := scrape(t, m)
 	for _, want := range []string{
@@ -47,6 +49,9 @@ func TestMetrics_CountDeliveriesAndAttempts(t *testing.T) {
 		`hookinbox_attempts_total{endpoint="queue",result="processed"} 1`,
 		`hookinbox_processing_duration_seconds_count{endpoint="queue"} 2`,
 		`hookinbox_attempts_exhausted_total{endpoint="queue"} 1`,
+		`hookinbox_group_commit_size_sum{kind="accept"} 7`,
+		`hookinbox_group_commit_size_bucket{kind="sync",le="4"} 1`,
+		`hookinbox_group_commit_failures_total{kind="sync"} 1`,
 		"go_goroutines ",
 	} {
 		if !strings.Contains(body, want) {
