@@ -81,8 +81,9 @@ type GroupInfo struct {
 	// found no other waiting: groups grow with load.
 	Size int
 	// Failed is true when the group's statement or shared transaction failed as a
-	// whole: its deliveries were then committed in halves (accept) or each alone
-	// (sync), which are not reported again.
+	// whole. An accept group's deliveries are then inserted in halves, each reported
+	// as a group of its own; a sync group's are received each alone, which are not
+	// reported again.
 	Failed  bool
 	Latency time.Duration
 }
