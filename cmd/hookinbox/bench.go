@@ -70,10 +70,19 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL",
 		Long: `Generate load against hookinbox and print what it reached: the requests, the answers
 by outcome, the errors by status, the rate, the latency (p50, p90, p99, max), the
-in-process server's group commits (how many, and their mean size), and the
-settings it ran under (PostgreSQL's version, fsync, synchronous_commit and
-autovacuum, the pool size, the machine's cores, GOMAXPROCS and load average).
---json prints all of it as one JSON object.
+in-process server's group commits (how many, and their mean size), where the CPU
+time went, and the settings it ran under (PostgreSQL's version, fsync,
+synchronous_commit and autovacuum, the pool size, the machine's cores, GOMAXPROCS
+and load average). --json prints all of it as one JSON object.
+
+The cpu line (Linux, from /proc) is the CPU time per request of bench's own process
+(the load generator, and the in-process server when there is one) and, when the
+database is on this machine (a loopback address or a socket), of every process named
+postgres; with how busy the cores were meanwhile. pgbench's run has the same, per
+transaction, with pgbench's own process. On a machine whose cores the load
+generator, the server and PostgreSQL share, these say what a rate is made of: the
+cost per request of each side, and the idle share that waiting (round trips,
+fsync) leaves unused.
 
 By default bench starts a server in this process, wired as serve wires it, with a
 generated config (one endpoint, provider stripe, a random signing secret) on a fresh
@@ -406,7 +415,7 @@ func (a *app) benchRemote(ctx context.Context, f *benchFlags, r *benchReport, p 
 			r.Settings.checkpoint(ctx, admin)
 		}
 	}
-	lf := &loadFlags{f: f, signer: signer, gen: gen}
+	lf := &loadFlags{f: f, signer: signer, gen: gen, cpu: newCPUMeter("bench (load generator)", f.databaseURL)}
 	spec, answered := lf.spec(f.url)
 	p.track(f.mode, "requests", answered.Load)
 	res := runLoad(ctx, spec)

@@ -92,6 +92,8 @@ type loadSpec struct {
 	started func(id string, at time.Time)
 	// done counts answered requests, for the progress line.
 	done *atomic.Int64
+	// cpu, when set, measures the run's CPU time per request.
+	cpu *cpuMeter
 }
 
 // loadResult is what a run measured.
@@ -108,6 +110,8 @@ type loadResult struct {
 	Elapsed time.Duration
 	// Latencies are every request's, sorted.
 	Latencies []time.Duration
+	// CPU is the run's CPU time per request, when measured.
+	CPU *cpuReport
 }
 
 // ok counts the 2xx answers.
@@ -170,6 +174,7 @@ func runLoad(ctx context.Context, spec *loadSpec) *loadResult {
 	if spec.count > 0 {
 		perSender = int(spec.count)/spec.concurrency + 1
 	}
+	endCPU := spec.cpu.start("request")
 	start := time.Now()
 	deadline := start.Add(spec.duration)
 	var wg sync.WaitGroup
@@ -203,6 +208,11 @@ func runLoad(ctx context.Context, spec *loadSpec) *loadResult {
 	}
 	wg.Wait()
 	res := &loadResult{Outcomes: map[string]int64{}, Errors: map[string]int64{}, Start: start, Elapsed: time.Since(start)}
+	var answered int64
+	for _, s := range senders {
+		answered += int64(len(s.latencies))
+	}
+	res.CPU = endCPU(answered, 0)
 	for _, s := range senders {
 		for k, v := range s.outcomes {
 			res.Outcomes[k] += v

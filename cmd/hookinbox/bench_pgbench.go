@@ -136,6 +136,8 @@ type pgbenchReport struct {
 	Failed                int64           `json:"failed"`
 	TPS                   float64         `json:"tps"`
 	Latency               *latencySummary `json:"latency_ms,omitempty"`
+	// CPU is pgbench's and the server's CPU time per transaction (Linux, see cpuMeter).
+	CPU *cpuReport `json:"cpu,omitempty"`
 	// Skipped says why pgbench did not run; Error why it failed.
 	Skipped string `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -218,6 +220,7 @@ func runPgbenchFor(ctx context.Context, f *benchFlags, admin *pgxpool.Pool, raw 
 	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+schema, "PGAPPNAME=hookinbox-bench-pgbench")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	endCPU := newCPUMeter("pgbench", raw).start("transaction")
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -226,6 +229,7 @@ func runPgbenchFor(ctx context.Context, f *benchFlags, admin *pgxpool.Pool, raw 
 		return fail("pgbench: %v: %s", err, msg)
 	}
 	parsePgbench(stdout.String(), pr)
+	pr.CPU = endCPU(pr.Transactions, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	lat, err := pgbenchLatencies(dir)
 	if err != nil {
 		return fail("%v", err)

@@ -37,6 +37,8 @@ type benchReport struct {
 	// RequestRate is the 2xx answers per second.
 	RequestRate float64         `json:"request_rate"`
 	Latency     *latencySummary `json:"latency_ms,omitempty"`
+	// CPU is the sending phase's CPU time per request (Linux, see cpuMeter).
+	CPU *cpuReport `json:"cpu,omitempty"`
 
 	// Rate is the mode's figure: 2xx answers per second for sync and accept, events
 	// processed (drain) or delivered (forward) per second.
@@ -74,6 +76,8 @@ type drainReport struct {
 	ElapsedSeconds float64      `json:"elapsed_seconds"`
 	Rate           float64      `json:"rate"`
 	Tenths         []drainTenth `json:"tenths"`
+	// CPU is the workers' CPU time per event processed (Linux, see cpuMeter).
+	CPU *cpuReport `json:"cpu,omitempty"`
 }
 
 // drainTenth is one tenth of the backlog.
@@ -107,6 +111,7 @@ func (r *benchReport) setLoad(res *loadResult) {
 		r.RequestRate = round1(float64(res.ok()) / res.Elapsed.Seconds())
 	}
 	r.Latency = summarize(res.Latencies)
+	r.CPU = res.CPU
 }
 
 func (r *benchReport) setRate(rate float64, unit string) { r.Rate, r.RateUnit = rate, unit }
@@ -212,6 +217,9 @@ func (r *benchReport) writeText(w io.Writer) {
 	if r.Latency != nil {
 		fmt.Fprintf(w, "%-10s %s%s\n", "latency", r.Latency, of)
 	}
+	if r.CPU != nil {
+		fmt.Fprintf(w, "%-10s %s%s\n", "cpu", r.CPU, of)
+	}
 
 	if d := r.Drain; d != nil {
 		fmt.Fprintf(w, "%-10s %d of %d receipts processed by %d workers", "drain", d.Processed, d.Backlog, d.Workers)
@@ -224,6 +232,9 @@ func (r *benchReport) writeText(w io.Writer) {
 		fmt.Fprintln(w)
 		for _, t := range d.Tenths {
 			fmt.Fprintf(w, "  %3d-%3d%%  %6d events in %7.3f s: %8.1f events/s\n", t.FromPercent, t.ToPercent, t.Events, t.Seconds, t.Rate)
+		}
+		if d.CPU != nil {
+			fmt.Fprintf(w, "%-10s %s (the drain's)\n", "cpu", d.CPU)
 		}
 	}
 	if fr := r.Forward; fr != nil {
@@ -264,6 +275,9 @@ func (r *benchReport) writeText(w io.Writer) {
 			"pgbench", p.TPS, p.Transactions, p.Failed, p.Script, p.Clients, p.Threads, span)
 		if p.Latency != nil {
 			fmt.Fprintf(w, "%-10s %s\n", "", p.Latency)
+		}
+		if p.CPU != nil {
+			fmt.Fprintf(w, "%-10s %s\n", "", p.CPU)
 		}
 	}
 	if r.Ratio != nil {

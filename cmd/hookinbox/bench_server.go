@@ -300,7 +300,7 @@ func (a *app) benchInProcess(ctx context.Context, f *benchFlags, r *benchReport,
 		return fmt.Errorf("error migrating %s: %w", bdb.db, err)
 	}
 
-	lf := &loadFlags{f: f, signer: signer, gen: gen}
+	lf := &loadFlags{f: f, signer: signer, gen: gen, cpu: newCPUMeter("bench (load generator and server)", bdb.url)}
 	if bdb.admin != nil {
 		r.Settings.checkpoint(ctx, bdb.admin)
 	}
@@ -337,6 +337,7 @@ type loadFlags struct {
 	f      *benchFlags
 	signer hookinboxtest.Signer
 	gen    *eventGen
+	cpu    *cpuMeter
 }
 
 func (l *loadFlags) spec(url string) (*loadSpec, *atomic.Int64) {
@@ -344,7 +345,7 @@ func (l *loadFlags) spec(url string) (*loadSpec, *atomic.Int64) {
 	return &loadSpec{
 		client: newBenchClient(l.f.concurrency, l.f.requestTimeout), url: url, signer: l.signer, gen: l.gen,
 		concurrency: l.f.concurrency, count: int64(l.f.count), duration: l.f.duration, duplicates: l.f.duplicates,
-		done: done,
+		done: done, cpu: l.cpu,
 	}, done
 }
 
@@ -472,7 +473,9 @@ func (l *loadFlags) runDrain(ctx context.Context, cfg *config.Config, backend *s
 		}
 		done := &atomic.Int64{}
 		p.track("backlog", "receipts", done.Load)
+		endCPU := l.cpu.start("receipt")
 		res = receiveBacklog(ctx, rcv, l.gen, l.f.count, l.f.concurrency, done)
+		res.CPU = endCPU(res.Requests, 0)
 		p.untrack()
 	} else {
 		url, shutdown, err := serveEndpoints(cfg, backend, logger)
@@ -497,6 +500,7 @@ func (l *loadFlags) runDrain(ctx context.Context, cfg *config.Config, backend *s
 	workCtx, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	workDone := make(chan error, 1)
+	endCPU := l.cpu.start("event")
 	start := time.Now()
 	go func() { workDone <- backend.Inbox.Run(workCtx) }()
 	p.track("drain", "processed", obs.processed.Load)
@@ -505,6 +509,7 @@ func (l *loadFlags) runDrain(ctx context.Context, cfg *config.Config, backend *s
 		time.Sleep(20 * time.Millisecond)
 	}
 	p.untrack()
+	dr.CPU = endCPU(min(obs.processed.Load(), backlog), 0)
 	stopWork()
 	if err := <-workDone; err != nil {
 		return fmt.Errorf("the workers: %w", err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ type benchJSON struct {
 	Forward       *forwardReport   `json:"forward"`
 	Pgbench       *pgbenchReport   `json:"pgbench"`
 	Settings      benchSettings    `json:"settings"`
+	CPU           *cpuReport       `json:"cpu"`
 }
 
 // TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
@@ -95,8 +98,13 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 				t.Errorf("database_after %+v, the database holds %+v", a, got)
 			}
 
+			checkCPU(t, r.CPU, map[bool]string{true: "receipt", false: "request"}[slices.Contains(tt.args, "receive")])
+
 			switch tt.mode {
 			case "drain":
+				if r.Drain != nil {
+					checkCPU(t, r.Drain.CPU, "event")
+				}
 				if d := r.Drain; d == nil || d.Backlog != 200 || d.Processed != 200 || d.FailedAttempts != 0 || len(d.Tenths) != 10 {
 					t.Errorf("drain %+v, want a backlog of 200 processed in ten tenths", d)
 				} else {
@@ -118,6 +126,19 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 	}
 }
 
+// checkCPU checks that on Linux a phase's CPU time was measured, per unit of work,
+// with PostgreSQL's (the test database is on this machine). Never its figures, which
+// depend on the machine.
+func checkCPU(t *testing.T, r *cpuReport, per string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if r == nil || r.Per != per || r.Process == "" || r.PostgresUS == nil || r.BusyPercent < 0 || r.BusyPercent > 100 {
+		t.Errorf("cpu %+v, want one per %s, with PostgreSQL's", r, per)
+	}
+}
+
 // checkPgbench checks the anchor's count where pgbench is installed: the same 200
 // transactions, none failed. Elsewhere bench must say why it did not run.
 func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
@@ -133,6 +154,11 @@ func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
 		t.Logf("pgbench not run: %s", p.Skipped)
 	case p.Error != "" || p.Transactions != 200 || p.Failed != 0:
 		t.Errorf("pgbench: %d transactions, %d failed, error %q; want 200, 0, none", p.Transactions, p.Failed, p.Error)
+	default:
+		checkCPU(t, p.CPU, "transaction")
+		if runtime.GOOS == "linux" && p.CPU != nil && p.CPU.Process != "pgbench" {
+			t.Errorf("pgbench's cpu is of %q, want pgbench's own", p.CPU.Process)
+		}
 	}
 }
 
