@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos harness (internal/chaos): builds the hookinbox binary, starts a private
+# The chaos harness (cmd/hookinbox/internal/chaos): builds the hookinbox binary, starts a private
 # PostgreSQL (initdb into a temporary directory, as the postgres user when run as
 # root), and runs every mode — sync, async, hybrid, forward, multi (3 receiver+worker
 # processes and 2 dispatchers on one database) — under a provider-like workload while
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/hookinbox" ./cmd/hookinbox
-go build -o "$tmp/chaos" ./internal/chaos/cmd/chaos
+go build -o "$tmp/chaos" ./cmd/hookinbox/internal/chaos/cmd/chaos
 "$tmp/chaos" --hookinbox "$tmp/hookinbox" "$@"
 if [ $# -eq 0 ]; then
   "$tmp/chaos" --hookinbox "$tmp/hookinbox" --broken async-commit --modes sync \

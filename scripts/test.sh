@@ -66,5 +66,12 @@ if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null && command -v apt-get 
     || echo "could not install chromium: the browser test will be skipped" >&2
 fi
 
-go vet ./...
-go test -race -count=1 "$@" ./...
+# NATS JetStream for the forward and outbox tests: the machine's on 127.0.0.1:4222, else
+# a nats-server binary that internal/testnats starts.
+if ! command -v nats-server >/dev/null && [ ! -x "$(go env GOPATH)/bin/nats-server" ]; then
+  go install github.com/nats-io/nats-server/v2@v2.15.3 || echo "nats-server not installed: the NATS tests need 127.0.0.1:4222" >&2
+fi
+
+# Every module of go.work: the library, backfill and the binary.
+go vet github.com/hookinbox/hookinbox/...
+go test -race -count=1 "$@" github.com/hookinbox/hookinbox/...

@@ -19,8 +19,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // backfillFlags are backfill's flags.

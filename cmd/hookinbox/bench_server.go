@@ -22,8 +22,8 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // benchEndpoint is the generated config's endpoint name.

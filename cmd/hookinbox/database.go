@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // envConfig names the config file when --config is not given.

@@ -9,8 +9,8 @@ import (
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 func (a *app) migrateCommand() *cobra.Command {

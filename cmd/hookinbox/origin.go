@@ -6,7 +6,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // receiptOrigin is where a receipt came from, as events show prints it: "delivery"

@@ -15,9 +15,9 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/reconcile"
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/reconcile"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 func (a *app) reconcileCommand() *cobra.Command {

@@ -18,7 +18,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/internal/console"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/console"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )

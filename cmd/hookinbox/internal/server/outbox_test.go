@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 

@@ -3,8 +3,8 @@ package server
 import (
 	"log/slog"
 
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/console"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/console"
 )
 
 // newConsole builds the operator console of cfg.Console on backend's database. Its

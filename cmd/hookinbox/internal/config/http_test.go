@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 )
 
 func TestParse_HTTPDefaults(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/chaos"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/chaos"
 )
 
 // sizes are the presets of --size: default runs in CI in about two minutes for all

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 )
 
 // The default HTTP server timeouts (the config's http block sets them). They bound

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/hookinboxtest"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 

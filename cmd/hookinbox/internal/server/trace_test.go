@@ -24,7 +24,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )

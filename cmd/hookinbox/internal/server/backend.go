@@ -23,7 +23,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
