@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/groupcommit"
 )
 
@@ -82,7 +83,7 @@ func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo)) *gr
 // in one batch): the first copy goes to the database, and every later copy is a
 // duplicate of it, whichever way the first one turns out.
 func insertBatch(ctx context.Context, ex driver.Executor, batch []*driver.InboxInsertParams) ([]bool, error) {
-	first := make(map[driver.Key]int, len(batch))
+	first := make(map[hookinboxtype.Key]int, len(batch))
 	unique := make([]*driver.InboxInsertParams, 0, len(batch))
 	index := make([]int, len(batch)) // batch position → unique position, or -1
 	for n, p := range batch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // holdKey inserts a receipt for eventID on the async endpoint in a transaction of its
@@ -261,7 +262,7 @@ func TestWorker_BatchWithOneFailureAppliesTheOthersOnce(t *testing.T) {
 			t.Errorf("%s applied %d times, want %d", id, n, want)
 		}
 	}
-	if got := b.receipt(t, epAsync, "evt_3"); got.State != hookinbox.StateNeedsReview || got.LastError == "" {
+	if got := b.receipt(t, epAsync, "evt_3"); got.State != hookinboxtype.StateNeedsReview || got.LastError == "" {
 		t.Fatalf("evt_3: %+v, want needs review with its error", got)
 	}
 	if s, err := b.inbox.Operator().Stats(b.ctx); err != nil || s.Unprocessed != 1 {

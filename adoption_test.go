@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 	"github.com/hookinbox/hookinbox/provider"
@@ -82,7 +83,7 @@ SELECT (SELECT string_agg(table_name || '.' || column_name || ':' || data_type, 
 	var delivered []string
 	d, err := outbox.NewDispatcher(pgxdriver.New(db.Pool).Executor(), &outbox.Config{
 		DefaultSink: "app",
-		Sinks: map[string]outbox.Sink{"app": outbox.SinkFunc(func(_ context.Context, m *outbox.Message) error {
+		Sinks: map[string]outbox.Sink{"app": outbox.SinkFunc(func(_ context.Context, m *hookinboxtype.OutboxMessage) error {
 			mu.Lock()
 			defer mu.Unlock()
 			delivered = append(delivered, m.EventType+" "+m.AggregateID)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -69,7 +70,7 @@ func ExampleInbox_Run() {
 	if err := <-done; err != nil {
 		panic(err)
 	}
-	r, err := inbox.Operator().GetReceipt(ctx, hookinbox.Key{Provider: "github", Endpoint: "orders", EventID: "delivery-7"})
+	r, err := inbox.Operator().GetReceipt(ctx, hookinboxtype.Key{Provider: "github", Endpoint: "orders", EventID: "delivery-7"})
 	if err != nil {
 		panic(err)
 	}

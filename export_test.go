@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Internals the external tests drive one step at a time.
@@ -13,7 +14,7 @@ var ErrAlreadyProcessed = errAlreadyProcessed
 
 // ClaimForTest claims one receipt of the given endpoints, as a worker with a batch
 // size of 1 does.
-func (i *Inbox[TTx]) ClaimForTest(ctx context.Context, endpoints ...string) (*driver.Receipt, error) {
+func (i *Inbox[TTx]) ClaimForTest(ctx context.Context, endpoints ...string) (*hookinboxtype.Receipt, error) {
 	rs, err := i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
 		Endpoints: endpoints, Limit: 1, Lease: i.worker.Lease, MaxAttempts: i.worker.MaxAttempts,
 	})
@@ -28,19 +29,19 @@ func (i *Inbox[TTx]) AcceptQueuedForTest() int { return i.accepter.Queued() }
 
 // ProcessClaimedForTest processes a claimed receipt and records its failure, as a
 // worker does.
-func (i *Inbox[TTx]) ProcessClaimedForTest(ctx context.Context, r *driver.Receipt) error {
+func (i *Inbox[TTx]) ProcessClaimedForTest(ctx context.Context, r *hookinboxtype.Receipt) error {
 	return i.processClaimedBy(ctx, r, time.Now().Add(i.worker.Lease), "test-worker")
 }
 
 // ClaimBatchForTest claims up to limit receipts in one statement, as a worker does.
-func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints ...string) ([]*driver.Receipt, error) {
+func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints ...string) ([]*hookinboxtype.Receipt, error) {
 	return i.driver.Executor().InboxClaim(ctx, &driver.InboxClaimParams{
 		Endpoints: endpoints, Limit: limit, Lease: i.worker.Lease, MaxAttempts: i.worker.MaxAttempts,
 	})
 }
 
 // ProcessBatchForTest processes claimed receipts as a worker does.
-func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*driver.Receipt) {
+func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*hookinboxtype.Receipt) {
 	i.processBatch(ctx, batch, "test-worker")
 }
 

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -21,7 +22,7 @@ func TraceCallSitesForTest(tp trace.TracerProvider) func() {
 	i.endpoints["in"] = ep
 	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	ev := Event{Provider: "stripe", Endpoint: "in", ID: "evt_1", Type: "invoice.paid", Attempt: 1}
-	r := &driver.Receipt{Key: driver.Key{Provider: "stripe", Endpoint: "in", EventID: "evt_1"}, EventType: "invoice.paid", Attempts: 1}
+	r := &hookinboxtype.Receipt{Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "in", EventID: "evt_1"}, EventType: "invoice.paid", Attempts: 1}
 	p := &driver.InboxInsertParams{}
 	ctx := context.Background()
 	return func() {
@@ -33,7 +34,7 @@ func TraceCallSitesForTest(tp trace.TracerProvider) func() {
 		_ = i.withTraceParent(hctx, p)
 		actx, span := i.startAttempt(ctx, r)
 		endAttempt(span, nil)
-		_, span = i.startBatchAttempt(actx, []*driver.Receipt{r})
+		_, span = i.startBatchAttempt(actx, []*hookinboxtype.Receipt{r})
 		endSpan(span, nil)
 	}
 }

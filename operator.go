@@ -2,81 +2,13 @@ package hookinbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
-
-// Key identifies a receipt: provider, endpoint and the provider's event id. It is the
-// primary key of the inbox table, so two endpoints that receive the same event each
-// process it.
-type Key struct {
-	Provider string
-	Endpoint string
-	EventID  string
-}
-
-func (k Key) driverKey() driver.Key {
-	return driver.Key{Provider: k.Provider, Endpoint: k.Endpoint, EventID: k.EventID}
-}
-
-// State is where a receipt stands. Each receipt stores its own, so every process and
-// every operator command agree on it without sharing a configuration.
-type State string
-
-const (
-	// StatePending: the receipt waits for a worker, or a worker holds it.
-	StatePending State = driver.StatePending
-	// StateProcessed: its handler's work is committed, or there was nothing to do
-	// (see Receipt.Outcome).
-	StateProcessed State = driver.StateProcessed
-	// StateNeedsReview: it used every attempt its worker allowed and waits for a
-	// person (Operator.Retry gives it back to the workers).
-	StateNeedsReview State = driver.StateNeedsReview
-	// StateDiscarded: a person decided it is not to be processed.
-	StateDiscarded State = driver.StateDiscarded
-)
-
-// Receipt is a row of the inbox as operators see it.
-type Receipt struct {
-	Key
-	EventType string
-	// Payload is the verified body as stored (PostgreSQL normalises jsonb: key order
-	// and white space may differ from the bytes received).
-	Payload json.RawMessage
-	State   State
-	// Outcome is what processing came to once processed: processed or ignored.
-	Outcome     Outcome
-	ReceivedAt  time.Time
-	AvailableAt time.Time
-	Attempts    int
-	// MaxAttempts is the attempt limit of the process that last took the receipt (the
-	// receiver, then each worker's claim); 0 when it was never recorded.
-	MaxAttempts int
-	LastError   string
-	ProcessedAt *time.Time
-	// BodySHA256 is the SHA-256 of the body as first received (nil for receipts from
-	// before schema version 3).
-	BodySHA256 []byte
-	// Conflicts counts later deliveries of this key with another body.
-	Conflicts int
-}
-
-func receiptFrom(r *driver.Receipt) *Receipt {
-	if r == nil {
-		return nil
-	}
-	return &Receipt{
-		Key:       Key{Provider: r.Provider, Endpoint: r.Endpoint, EventID: r.EventID},
-		EventType: r.EventType, Payload: r.Payload, State: State(r.State), Outcome: Outcome(r.Outcome),
-		ReceivedAt: r.ReceivedAt, AvailableAt: r.AvailableAt, Attempts: r.Attempts,
-		MaxAttempts: r.MaxAttempts, LastError: r.LastError, ProcessedAt: r.ProcessedAt,
-		BodySHA256: r.BodySHA256, Conflicts: r.Conflicts,
-	}
-}
 
 // Operator runs the inbox's operator functions (stats, listing, retry, cleanup) on a
 // database. It needs no handlers and no transaction type, so a command-line tool or an
@@ -195,7 +127,7 @@ type ListParams struct {
 }
 
 // ListReceipts returns receipts, newest first.
-func (o *Operator) ListReceipts(ctx context.Context, params ListParams) ([]*Receipt, error) {
+func (o *Operator) ListReceipts(ctx context.Context, params ListParams) ([]*hookinboxtype.Receipt, error) {
 	if params.Limit <= 0 {
 		params.Limit = 100
 	}
@@ -209,28 +141,19 @@ func (o *Operator) ListReceipts(ctx context.Context, params ListParams) ([]*Rece
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Receipt, len(list))
-	for n, r := range list {
-		out[n] = receiptFrom(r)
-	}
-	return out, nil
+	return list, nil
 }
 
 // GetReceipt returns one receipt, or nil if there is none.
-func (o *Operator) GetReceipt(ctx context.Context, key Key) (*Receipt, error) {
-	r, err := o.exec.InboxGet(ctx, key.driverKey())
-	if err != nil {
-		return nil, err
-	}
-	return receiptFrom(r), nil
+func (o *Operator) GetReceipt(ctx context.Context, key hookinboxtype.Key) (*hookinboxtype.Receipt, error) {
+	return o.exec.InboxGet(ctx, key)
 }
 
 // Retry makes an unprocessed receipt pending and available to workers now with its
 // attempts reset to zero, typically after a person fixed what made it fail. It
 // reports false if the receipt does not exist or is already processed.
-func (o *Operator) Retry(ctx context.Context, key Key) (bool, error) {
-	k := key.driverKey()
-	n, err := o.exec.InboxRetry(ctx, &driver.InboxRetryParams{Key: &k})
+func (o *Operator) Retry(ctx context.Context, key hookinboxtype.Key) (bool, error) {
+	n, err := o.exec.InboxRetry(ctx, &driver.InboxRetryParams{Key: &key})
 	if err != nil {
 		return false, err
 	}

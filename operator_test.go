@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 func TestStats_CountsUnprocessedAndRecentByType(t *testing.T) {
@@ -46,7 +47,7 @@ func TestRetryNeedsReview_ResetsOnlyRowsInReview(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("RetryNeedsReview: %d, %v; want 2", n, err)
 	}
-	if ok, err := b.inbox.Operator().Retry(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: epAsync, EventID: "missing"}); ok || err != nil {
+	if ok, err := b.inbox.Operator().Retry(b.ctx, hookinboxtype.Key{Provider: "stripe", Endpoint: epAsync, EventID: "missing"}); ok || err != nil {
 		t.Fatalf("Retry of a missing receipt: %v, %v", ok, err)
 	}
 }
@@ -129,7 +130,7 @@ func TestState_OperatorWithoutConfigAgreesWithTheWorker(t *testing.T) {
 		t.Fatalf("needs review seen without the worker's config: %d, want 1", s.NeedsReview)
 	}
 	list, err := op.ListReceipts(b.ctx, hookinbox.ListParams{NeedsReview: true})
-	if err != nil || len(list) != 1 || list[0].State != hookinbox.StateNeedsReview || list[0].MaxAttempts != 2 {
+	if err != nil || len(list) != 1 || list[0].State != hookinboxtype.StateNeedsReview || list[0].MaxAttempts != 2 {
 		t.Fatalf("needs review list %+v, %v", list, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/tracectx"
 )
 
@@ -83,7 +84,7 @@ func outboxParams(source Event, msg OutboxMessage) (*driver.OutboxInsertParams, 
 		AggregateID:   msg.AggregateID,
 		EventType:     msg.EventType,
 		Payload:       payload,
-		Source:        driver.Key{Provider: source.Provider, Endpoint: source.Endpoint, EventID: source.ID},
+		Source:        hookinboxtype.Key{Provider: source.Provider, Endpoint: source.Endpoint, EventID: source.ID},
 		Destination:   msg.Destination,
 	}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // panicking is a handler with a bug: it panics before its work commits.
@@ -64,7 +65,7 @@ func TestPanic_HybridKeepsTheReceiptForWorkers(t *testing.T) {
 		t.Fatalf("hybrid delivery with a panicking handler: %s, want accepted", out)
 	}
 	r := b.receipt(t, epHybrid, "evt_1")
-	if r.State != hookinbox.StatePending || r.Attempts != 1 || !strings.Contains(r.LastError, "panic: handler bug") {
+	if r.State != hookinboxtype.StatePending || r.Attempts != 1 || !strings.Contains(r.LastError, "panic: handler bug") {
 		t.Fatalf("receipt %+v, want pending after 1 attempt with the panic as its error", r)
 	}
 }
@@ -88,7 +89,7 @@ func TestPanic_AsyncAttemptsEndInReview(t *testing.T) {
 		return err == nil && s.NeedsReview == 1
 	})
 	r := b.receipt(t, epAsync, "evt_bad")
-	if r.State != hookinbox.StateNeedsReview || r.Attempts != 2 || r.MaxAttempts != 2 || !strings.Contains(r.LastError, "panic: handler bug") {
+	if r.State != hookinboxtype.StateNeedsReview || r.Attempts != 2 || r.MaxAttempts != 2 || !strings.Contains(r.LastError, "panic: handler bug") {
 		t.Fatalf("receipt %+v, want needs_review after 2 attempts with the panic as its error", r)
 	}
 	if out := b.receive(t, invoiceEvent(epHybrid, "evt_good", "invoice.paid", "in_2", 100)); out != hookinbox.OutcomeProcessed {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/reqcheck"
 )
 
@@ -58,7 +59,7 @@ func (i *Inbox[TTx]) receive(ctx context.Context, ev Event) (Outcome, bool, erro
 // is logged, not returned.
 func (i *Inbox[TTx]) noteDuplicate(ctx context.Context, ev Event) bool {
 	sum := sha256.Sum256(ev.Payload)
-	key := driver.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID}
+	key := hookinboxtype.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID}
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	stored, conflict, err := i.driver.Executor().InboxNoteDuplicate(nctx, key, sum[:])
@@ -194,7 +195,7 @@ func (i *Inbox[TTx]) insertReceipt(ctx context.Context, ev Event, processed bool
 
 func (i *Inbox[TTx]) receiptParams(ev Event, processed bool, out Outcome) *driver.InboxInsertParams {
 	return &driver.InboxInsertParams{
-		Key:       driver.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID},
+		Key:       hookinboxtype.Key{Provider: ev.Provider, Endpoint: ev.Endpoint, EventID: ev.ID},
 		EventType: ev.Type,
 		Payload:   ev.Payload,
 		Processed: processed,

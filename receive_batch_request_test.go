@@ -24,6 +24,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -238,14 +239,14 @@ func TestBatchRequest_HybridFailureKeptPending(t *testing.T) {
 		t.Fatalf("answer %+v", got)
 	}
 	r := a.receipt(t, "array_hybrid", "e2")
-	if r == nil || r.State != hookinbox.StatePending || r.Attempts != 1 {
+	if r == nil || r.State != hookinboxtype.StatePending || r.Attempts != 1 {
 		t.Fatalf("e2's receipt %+v, want pending after 1 attempt", r)
 	}
 }
 
-func (a *arrayBundle) receipt(t *testing.T, endpoint, id string) *hookinbox.Receipt {
+func (a *arrayBundle) receipt(t *testing.T, endpoint, id string) *hookinboxtype.Receipt {
 	t.Helper()
-	r, err := a.inbox.Operator().GetReceipt(a.ctx, hookinbox.Key{Provider: "testarray", Endpoint: endpoint, EventID: id})
+	r, err := a.inbox.Operator().GetReceipt(a.ctx, hookinboxtype.Key{Provider: "testarray", Endpoint: endpoint, EventID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestReceive_HybridErrorTextWithNULIsKeptPending(t *testing.T) {
 	if err != nil || out != hookinbox.OutcomeAccepted {
 		t.Fatalf("Receive: %s, %v; want accepted", out, err)
 	}
-	if r := a.receipt(t, "array_hybrid", "n1"); r == nil || r.State != hookinbox.StatePending || !strings.Contains(r.LastError, "upstream said") {
+	if r := a.receipt(t, "array_hybrid", "n1"); r == nil || r.State != hookinboxtype.StatePending || !strings.Contains(r.LastError, "upstream said") {
 		t.Fatalf("receipt %+v", r)
 	}
 }

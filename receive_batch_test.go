@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // batchBundle is a groupBundle whose sync and hybrid endpoints have a set-based
@@ -137,7 +138,7 @@ func receiveBatchWithoutSavepoint(t *testing.T, b *batchBundle, evs ...hookinbox
 	defer tx.Rollback(b.ctx) //nolint:errcheck
 	params := make([]*driver.InboxInsertParams, len(evs))
 	for k, ev := range evs {
-		params[k] = &driver.InboxInsertParams{Key: driver.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID},
+		params[k] = &driver.InboxInsertParams{Key: hookinboxtype.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID},
 			EventType: ev.Type, Payload: ev.Payload, Processed: true, Outcome: "processed"}
 	}
 	if _, err := tx.InboxInsertMany(b.ctx, params); err != nil {
@@ -271,7 +272,7 @@ func TestReceiveBatch_HybridFailureIsKeptPending(t *testing.T) {
 	if r := byID["evt_2"][0]; r.err != nil || r.out != hookinbox.OutcomeAccepted {
 		t.Fatalf("evt_2: %s, %v; want accepted", r.out, r.err)
 	}
-	if r := b.receipt(t, epHybrid, "evt_2"); r == nil || r.State != hookinbox.StatePending || r.Attempts != 1 {
+	if r := b.receipt(t, epHybrid, "evt_2"); r == nil || r.State != hookinboxtype.StatePending || r.Attempts != 1 {
 		t.Fatalf("evt_2's receipt %+v, want pending after 1 attempt", r)
 	}
 }
@@ -514,11 +515,11 @@ func TestWorkerBatch_SetBasedHandlerOneCallAndFallback(t *testing.T) {
 	}
 	mu.Unlock()
 	for _, id := range []string{"evt_1", "evt_2", "evt_3", "evt_4", "evt_6"} {
-		if r := b.receipt(t, epAsync, id); r == nil || r.State != hookinbox.StateProcessed || b.effects(t, id) != 1 {
+		if r := b.receipt(t, epAsync, id); r == nil || r.State != hookinboxtype.StateProcessed || b.effects(t, id) != 1 {
 			t.Errorf("%s: %+v, applied %d times; want processed once", id, r, b.effects(t, id))
 		}
 	}
-	if r := b.receipt(t, epAsync, "evt_5"); r == nil || r.State != hookinbox.StatePending || r.LastError == "" || b.effects(t, "evt_5") != 0 {
+	if r := b.receipt(t, epAsync, "evt_5"); r == nil || r.State != hookinboxtype.StatePending || r.LastError == "" || b.effects(t, "evt_5") != 0 {
 		t.Fatalf("evt_5: %+v; want pending with its error and nothing applied", r)
 	}
 }
@@ -559,10 +560,10 @@ func TestWorkerBatch_FailureIsIsolatedByHalving(t *testing.T) {
 		}
 		switch {
 		case id == "evt_6":
-			if r == nil || r.State != hookinbox.StatePending || r.LastError == "" || b.effects(t, id) != 0 {
+			if r == nil || r.State != hookinboxtype.StatePending || r.LastError == "" || b.effects(t, id) != 0 {
 				t.Errorf("%s: %+v, applied %d times; want pending with its error, nothing applied", id, r, b.effects(t, id))
 			}
-		case r == nil || r.State != hookinbox.StateProcessed || b.effects(t, id) != 1:
+		case r == nil || r.State != hookinboxtype.StateProcessed || b.effects(t, id) != 1:
 			t.Errorf("%s: %+v, applied %d times; want processed once", id, r, b.effects(t, id))
 		}
 		if r != nil && (r.Attempts != 1 || history != 1) {

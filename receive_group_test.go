@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // groupBundle is an inbox whose sync deliveries share one flusher, with a handler on
@@ -186,7 +187,7 @@ func TestReceiveGroup_HybridFailureIsKeptPending(t *testing.T) {
 		t.Fatalf("evt_2: %s, %v; want accepted", r.out, r.err)
 	}
 	r := g.receipt(t, epHybrid, "evt_2")
-	if r == nil || r.State != hookinbox.StatePending || r.Attempts != 1 || r.LastError == "" {
+	if r == nil || r.State != hookinboxtype.StatePending || r.Attempts != 1 || r.LastError == "" {
 		t.Fatalf("evt_2's receipt %+v, want pending after 1 attempt with its error", r)
 	}
 	if n := g.effects(t, "evt_2"); n != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // receiveFunc is a receiver under test. crashAfterBusinessCommit makes it die (return
@@ -41,7 +42,7 @@ func receiveReal(ctx context.Context, b *testBundle, ev hookinbox.Event, _ hooki
 func receiveMarkFirst(ctx context.Context, b *testBundle, ev hookinbox.Event, fn hookinbox.HandlerFunc[pgx.Tx], crash bool) (hookinbox.Outcome, error) {
 	d := pgxdriver.New(b.db.Pool)
 	inserted, err := d.Executor().InboxInsert(ctx, &driver.InboxInsertParams{
-		Key: driver.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID}, EventType: ev.Type,
+		Key: hookinboxtype.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID}, EventType: ev.Type,
 		Payload: ev.Payload, Processed: true, Outcome: "processed",
 	})
 	if err != nil {
@@ -64,7 +65,7 @@ func receiveMarkFirst(ctx context.Context, b *testBundle, ev hookinbox.Event, fn
 // receipt. A crash between the two commits makes the retry apply the event again.
 func receiveMarkAfter(ctx context.Context, b *testBundle, ev hookinbox.Event, fn hookinbox.HandlerFunc[pgx.Tx], crash bool) (hookinbox.Outcome, error) {
 	d := pgxdriver.New(b.db.Pool)
-	key := driver.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID}
+	key := hookinboxtype.Key{Provider: "stripe", Endpoint: ev.Endpoint, EventID: ev.ID}
 	seen, err := d.Executor().InboxGet(ctx, key)
 	if err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -181,9 +182,9 @@ func (b *testBundle) ledgerRows(t *testing.T) int {
 	return b.count(t, `SELECT count(*) FROM ledger_entries`)
 }
 
-func (b *testBundle) receipt(t *testing.T, endpoint, eventID string) *hookinbox.Receipt {
+func (b *testBundle) receipt(t *testing.T, endpoint, eventID string) *hookinboxtype.Receipt {
 	t.Helper()
-	r, err := b.inbox.Operator().GetReceipt(b.ctx, hookinbox.Key{Provider: "stripe", Endpoint: endpoint, EventID: eventID})
+	r, err := b.inbox.Operator().GetReceipt(b.ctx, hookinboxtype.Key{Provider: "stripe", Endpoint: endpoint, EventID: eventID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/tracectx"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -57,7 +58,7 @@ func eventAttrs(ev *Event) []attribute.KeyValue {
 	}
 }
 
-func receiptAttrs(r *driver.Receipt) []attribute.KeyValue {
+func receiptAttrs(r *hookinboxtype.Receipt) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		attrProvider.String(r.Provider), attrEndpoint.String(r.Endpoint),
 		attrEventID.String(r.EventID), attrEventType.String(r.EventType),
@@ -180,7 +181,7 @@ func (i *Inbox[TTx]) startBatchHandler(ctx context.Context, evs []Event) (contex
 // startAttempt starts the span of a worker's attempt at one receipt. The attempt runs
 // in a trace of its own (it is a later transaction, maybe in another process), linked
 // to the span that received the receipt when the receipt carries its trace context.
-func (i *Inbox[TTx]) startAttempt(ctx context.Context, r *driver.Receipt) (context.Context, trace.Span) {
+func (i *Inbox[TTx]) startAttempt(ctx context.Context, r *hookinboxtype.Receipt) (context.Context, trace.Span) {
 	if i.trace.tracer == nil {
 		return ctx, nil
 	}
@@ -197,7 +198,7 @@ func (i *Inbox[TTx]) startAttempt(ctx context.Context, r *driver.Receipt) (conte
 // startBatchAttempt starts the span of a worker's attempt at a batch of receipts,
 // linked to each receipt's receiving span. Each handler's span, beneath it, names its
 // event.
-func (i *Inbox[TTx]) startBatchAttempt(ctx context.Context, batch []*driver.Receipt) (context.Context, trace.Span) {
+func (i *Inbox[TTx]) startBatchAttempt(ctx context.Context, batch []*hookinboxtype.Receipt) (context.Context, trace.Span) {
 	if i.trace.tracer == nil {
 		return ctx, nil
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testnats"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -410,7 +411,7 @@ func TestTrace_ForwardHTTPContinuesTheRequestTrace(t *testing.T) {
 	t.Run("broken_sink_without_traceparent", func(t *testing.T) {
 		t.Parallel()
 		down, received := capturingServer(t)
-		spans := forwardTrace(t, outbox.SinkFunc(func(ctx context.Context, m *outbox.Message) error {
+		spans := forwardTrace(t, outbox.SinkFunc(func(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 			resp, err := http.Post(down.URL, "application/json", bytes.NewReader(m.Payload))
 			if err == nil {
 				resp.Body.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // scenarioOtherProcessReceives runs workers in one "process" (an inbox on a pool of its
@@ -74,7 +75,7 @@ func TestBrokenReceiverWithoutNotify_LeavesTheReceiptToThePoll(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if r := b.receipt(t, epAsync, "evt_1"); r.State != hookinbox.StatePending {
+	if r := b.receipt(t, epAsync, "evt_1"); r.State != hookinboxtype.StatePending {
 		t.Fatalf("receipt %+v, want still pending", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Run starts the workers that process the receipts of async and hybrid endpoints and
@@ -87,7 +88,7 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker st
 // still commit on the server, and would then hide its receipt for a whole lease while
 // nobody works on it. The loop checks for a stop before claiming, and a receipt that
 // was claimed is processed.
-func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*driver.Receipt, error) {
+func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*hookinboxtype.Receipt, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	defer i.claims.Add(1)
@@ -100,8 +101,8 @@ func (i *Inbox[TTx]) claim(ctx context.Context, endpoints []string) ([]*driver.R
 }
 
 // extendLeases gives the receipts of batch a fresh lease; false if that failed.
-func (i *Inbox[TTx]) extendLeases(ctx context.Context, batch []*driver.Receipt) bool {
-	keys := make([]driver.Key, len(batch))
+func (i *Inbox[TTx]) extendLeases(ctx context.Context, batch []*hookinboxtype.Receipt) bool {
+	keys := make([]hookinboxtype.Key, len(batch))
 	for n, r := range batch {
 		keys[n] = r.Key
 	}
@@ -128,7 +129,7 @@ var errBatchFailed = errors.New("a receipt of the batch failed")
 // 26. Every receipt's attempt was counted by the claim either way, and each ends as
 // one row of the attempt history under worker's name (a rolled-back part records
 // none: its receipts' attempts end in the parts after it).
-func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt, worker string) {
+func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Receipt, worker string) {
 	if len(batch) == 1 {
 		_ = i.processClaimedBy(ctx, batch[0], time.Now().Add(i.worker.Lease), worker)
 		return
@@ -139,7 +140,7 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt, 
 	// a lease after the extension), so that no receipt is ever processed after its
 	// lease ran out, while another worker may claim it (and, at its last attempt, put
 	// it to review without its handler having run).
-	parts := [][]*driver.Receipt{batch}
+	parts := [][]*hookinboxtype.Receipt{batch}
 	for first := true; len(parts) > 0; first = false {
 		part := parts[0]
 		parts = parts[1:]
@@ -159,14 +160,14 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*driver.Receipt, 
 		}
 		if !i.processPart(ctx, part, worker) {
 			mid := len(part) / 2
-			parts = append([][]*driver.Receipt{part[:mid], part[mid:]}, parts...)
+			parts = append([][]*hookinboxtype.Receipt{part[:mid], part[mid:]}, parts...)
 		}
 	}
 }
 
 // waiting is every receipt of part and of the parts after it.
-func waiting(part []*driver.Receipt, parts [][]*driver.Receipt) []*driver.Receipt {
-	all := append([]*driver.Receipt(nil), part...)
+func waiting(part []*hookinboxtype.Receipt, parts [][]*hookinboxtype.Receipt) []*hookinboxtype.Receipt {
+	all := append([]*hookinboxtype.Receipt(nil), part...)
 	for _, p := range parts {
 		all = append(all, p...)
 	}
@@ -175,7 +176,7 @@ func waiting(part []*driver.Receipt, parts [][]*driver.Receipt) []*driver.Receip
 
 // processPart processes receipts together (processTogether) within half a lease,
 // reports each attempt to the observer, and says whether they committed.
-func (i *Inbox[TTx]) processPart(ctx context.Context, part []*driver.Receipt, worker string) bool {
+func (i *Inbox[TTx]) processPart(ctx context.Context, part []*hookinboxtype.Receipt, worker string) bool {
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease/2)
 	defer cancel()
@@ -199,7 +200,7 @@ func (i *Inbox[TTx]) processPart(ctx context.Context, part []*driver.Receipt, wo
 // processTogether applies the handlers of a batch in one transaction and reports which
 // receipts it processed (the others were completed by another worker whose lease
 // overlapped ours). It returns an error, and commits nothing, if any receipt fails.
-func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receipt, by *driver.AttemptBy) (map[driver.Key]bool, error) {
+func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*hookinboxtype.Receipt, by *driver.AttemptBy) (map[hookinboxtype.Key]bool, error) {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -209,7 +210,7 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receip
 	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
 		return nil, err
 	}
-	keys := make([]driver.Key, len(batch))
+	keys := make([]hookinboxtype.Key, len(batch))
 	for n, r := range batch {
 		keys[n] = r.Key
 	}
@@ -217,8 +218,8 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receip
 	if err != nil {
 		return nil, err
 	}
-	done := make(map[driver.Key]bool, len(locked))
-	lockedKeys := make([]driver.Key, 0, len(locked))
+	done := make(map[hookinboxtype.Key]bool, len(locked))
+	lockedKeys := make([]hookinboxtype.Key, 0, len(locked))
 	// Receipts of a set-based handler (HandleBatch) are applied by one call per
 	// registration, after the others; any failure fails the batch as a whole.
 	type registration struct {
@@ -281,7 +282,7 @@ var errAlreadyProcessed = errors.New("already processed by another worker")
 // processing deadline, and records a failure for a retry; the attempt joins the
 // history under worker's name. It returns the processing error, nil on success, or
 // errAlreadyProcessed.
-func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, leaseEnd time.Time, worker string) error {
+func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *hookinboxtype.Receipt, leaseEnd time.Time, worker string) error {
 	// A stop request lets the event finish; the lease bounds how long that may take.
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd)
 	defer cancel()
@@ -335,7 +336,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 // process applies the handler of a claimed receipt in one transaction. The row lock
 // and the re-check of processed_at make the business update commit at most once even
 // when a lease ran out and two workers hold the same receipt.
-func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.AttemptBy) error {
+func (i *Inbox[TTx]) process(ctx context.Context, key hookinboxtype.Key, by *driver.AttemptBy) error {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return err
@@ -345,7 +346,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.Att
 	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
 		return err
 	}
-	locked, err := tx.InboxLockUnprocessed(ctx, []driver.Key{key})
+	locked, err := tx.InboxLockUnprocessed(ctx, []hookinboxtype.Key{key})
 	if err != nil {
 		return err
 	}
@@ -363,7 +364,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.Att
 	if err := i.callHandler(ctx, fn, tx.Native(), ev); err != nil {
 		return &HandlerError{EventType: r.EventType, Err: i.driver.TranslateError(err)}
 	}
-	if err := tx.InboxMarkProcessed(ctx, []driver.Key{key}, string(OutcomeProcessed), by); err != nil {
+	if err := tx.InboxMarkProcessed(ctx, []hookinboxtype.Key{key}, string(OutcomeProcessed), by); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // expireLeases makes every leased receipt claimable now: what the passing of the lease
@@ -23,7 +24,7 @@ func (b *testBundle) expireLeases(t *testing.T) {
 	}
 }
 
-func (b *testBundle) claim(t *testing.T) *driver.Receipt {
+func (b *testBundle) claim(t *testing.T) *hookinboxtype.Receipt {
 	t.Helper()
 	r, err := b.inbox.ClaimForTest(b.ctx, epAsync, epHybrid)
 	if err != nil {
@@ -128,15 +129,15 @@ func TestBrokenClaimInProcessingTx_NeverReachesReview(t *testing.T) {
 
 // processFunc processes a claimed receipt. The real one is the worker's; the broken
 // ones leave out the row lock or the re-check.
-type processFunc func(t *testing.T, b *testBundle, r *driver.Receipt) error
+type processFunc func(t *testing.T, b *testBundle, r *hookinboxtype.Receipt) error
 
-func processReal(t *testing.T, b *testBundle, r *driver.Receipt) error {
+func processReal(t *testing.T, b *testBundle, r *hookinboxtype.Receipt) error {
 	return b.inbox.ProcessClaimedForTest(b.ctx, r)
 }
 
 // processWithoutRecheck locks the row but does not look at processed_at: a worker whose
 // lease ran out applies the event again.
-func processWithoutRecheck(t *testing.T, b *testBundle, r *driver.Receipt) error {
+func processWithoutRecheck(t *testing.T, b *testBundle, r *hookinboxtype.Receipt) error {
 	return pgx.BeginFunc(b.ctx, b.db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(b.ctx, `SELECT 1 FROM hookinbox_inbox WHERE event_id = $1 FOR UPDATE`, r.EventID); err != nil {
 			return err
@@ -152,7 +153,7 @@ func processWithoutRecheck(t *testing.T, b *testBundle, r *driver.Receipt) error
 
 // processWithoutLock re-checks processed_at with a plain read: a second worker sees the
 // first's uncommitted work as not done and applies the event too.
-func processWithoutLock(t *testing.T, b *testBundle, r *driver.Receipt) error {
+func processWithoutLock(t *testing.T, b *testBundle, r *hookinboxtype.Receipt) error {
 	return pgx.BeginFunc(b.ctx, b.db.Pool, func(tx pgx.Tx) error {
 		var unprocessed bool
 		if err := tx.QueryRow(b.ctx, `SELECT processed_at IS NULL FROM hookinbox_inbox WHERE event_id = $1`, r.EventID).Scan(&unprocessed); err != nil {
@@ -314,7 +315,7 @@ func TestRun_StopFinishesEventInProgress(t *testing.T) {
 }
 
 // claimOne claims at most one receipt, as a worker with a batch size of 1 does.
-func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*hookinboxtype.Receipt, error) {
 	q := *p
 	q.Limit = 1
 	rs, err := ex.InboxClaim(ctx, &q)

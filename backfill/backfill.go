@@ -38,14 +38,11 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Origin is the origin a backfill records on the receipts it inserts.
 const Origin = "backfill"
-
-// ErrNoStore means the driver's executor keeps no checkpoints (it does not implement
-// driver.BackfillStore).
-var ErrNoStore = errors.New("the driver keeps no backfill checkpoints")
 
 // ErrNoProgress means the provider's list answered a page that does not move past
 // the position asked for (a test double that ignores the cursor): paging on would
@@ -161,12 +158,8 @@ func Run(ctx context.Context, recv Receiver, ex driver.Executor, src Source, cfg
 	if cfg == nil || cfg.Endpoint == "" {
 		return nil, errors.New("backfill: no endpoint")
 	}
-	store, ok := ex.(driver.BackfillStore)
-	if !ok {
-		return nil, ErrNoStore
-	}
 	r := &runner{
-		recv: recv, ex: ex, store: store, src: src, cfg: cfg,
+		recv: recv, ex: ex, store: ex, src: src, cfg: cfg,
 		res: &Result{Progress{
 			Checkpoint: src.Provider() + ":" + cfg.Endpoint + ":" + src.Name(),
 			Counts:     map[hookinbox.Outcome]int{},
@@ -241,7 +234,7 @@ func (r *runner) run(ctx context.Context) error {
 // feed receives one event unless its receipt exists, then moves the checkpoint past
 // it, recording the origin on a receipt this run inserted.
 func (r *runner) feed(ctx context.Context, ev Event) error {
-	key := driver.Key{Provider: r.src.Provider(), Endpoint: r.cfg.Endpoint, EventID: ev.ID}
+	key := hookinboxtype.Key{Provider: r.src.Provider(), Endpoint: r.cfg.Endpoint, EventID: ev.ID}
 	existing, err := r.ex.InboxGet(ctx, key)
 	if err != nil {
 		return fmt.Errorf("error reading the receipt of %s: %w", ev.ID, err)
@@ -293,10 +286,6 @@ func (r *runner) progress() {
 
 // ReceiptOrigin returns the origin recorded on a receipt: "" for a webhook delivery,
 // Origin for a backfill's, "reconcile" for a reconcile's.
-func ReceiptOrigin(ctx context.Context, ex driver.Executor, key hookinbox.Key) (string, error) {
-	store, ok := ex.(driver.BackfillStore)
-	if !ok {
-		return "", ErrNoStore
-	}
-	return store.InboxOrigin(ctx, driver.Key{Provider: key.Provider, Endpoint: key.Endpoint, EventID: key.EventID})
+func ReceiptOrigin(ctx context.Context, ex driver.Executor, key hookinboxtype.Key) (string, error) {
+	return ex.InboxOrigin(ctx, key)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
@@ -125,7 +126,7 @@ func (b *bundle) count(t *testing.T, query string, args ...any) int {
 
 func (b *bundle) origin(t *testing.T, id string) string {
 	t.Helper()
-	o, err := backfill.ReceiptOrigin(b.ctx, b.ex, hookinbox.Key{Provider: "stripe", Endpoint: endpoint, EventID: id})
+	o, err := backfill.ReceiptOrigin(b.ctx, b.ex, hookinboxtype.Key{Provider: "stripe", Endpoint: endpoint, EventID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/driver"
 )
 
 // renamed is a broken source for the tests' broken variants: it feeds every event
@@ -139,7 +138,7 @@ func TestStripe_ACancelledRunResumesFromItsCheckpoint(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled run: %v, want context.Canceled", err)
 			}
-			cp, err := b.ex.(driver.BackfillStore).BackfillCheckpoint(b.ctx, first.Checkpoint)
+			cp, err := b.ex.BackfillCheckpoint(b.ctx, first.Checkpoint)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,12 +3,12 @@ package driver
 import (
 	"context"
 	"time"
+
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // BackfillStore keeps the checkpoints of backfills and the origin of receipts (schema
-// version 5). The executors of pgxdriver and sqlitedriver implement it; callers find
-// it with a type assertion on Driver.Executor, so that Executor stays what the inbox
-// itself needs.
+// version 5), a part of Executor.
 type BackfillStore interface {
 	// BackfillCheckpoint returns the named checkpoint, or nil if there is none.
 	BackfillCheckpoint(ctx context.Context, name string) (*BackfillCheckpoint, error)
@@ -21,7 +21,7 @@ type BackfillStore interface {
 
 	// InboxOrigin returns the receipt's origin: "" for a webhook delivery (or no such
 	// receipt), "backfill" or "reconcile".
-	InboxOrigin(ctx context.Context, key Key) (string, error)
+	InboxOrigin(ctx context.Context, key hookinboxtype.Key) (string, error)
 }
 
 // BackfillCheckpoint is where a backfill stopped.
@@ -47,5 +47,5 @@ type BackfillAdvanceParams struct {
 	Restart bool
 	// Origin, when set, is recorded on the receipt of Key if it has none.
 	Origin string
-	Key    Key
+	Key    hookinboxtype.Key
 }

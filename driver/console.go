@@ -3,11 +3,12 @@ package driver
 import (
 	"context"
 	"time"
+
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
-// ConsoleExecutor is what the operator console reads and does, beside Executor. Both
-// drivers' executors implement it; the console finds it with a type assertion, so
-// that a driver without a console still serves everything else. Every list answers
+// ConsoleExecutor is what the operator console reads and does, a part of Executor.
+// Every list answers
 // with one indexed query and a bounded number of rows; every action changes rows and
 // writes its audit entry in one transaction.
 type ConsoleExecutor interface {
@@ -25,20 +26,20 @@ type ConsoleExecutor interface {
 
 	// ConsoleReceipts lists receipts matching filter, newest first, after filter's
 	// cursor, at most limit.
-	ConsoleReceipts(ctx context.Context, filter *ReceiptFilter, limit int) ([]*Receipt, error)
+	ConsoleReceipts(ctx context.Context, filter *ReceiptFilter, limit int) ([]*hookinboxtype.Receipt, error)
 
 	// ConsoleCountReceipts counts the receipts matching filter, stopping at limit.
 	ConsoleCountReceipts(ctx context.Context, filter *ReceiptFilter, limit int) (int, error)
 
 	// ConsoleAttempts returns a receipt's attempt history, newest first, at most limit.
-	ConsoleAttempts(ctx context.Context, key Key, limit int) ([]*Attempt, error)
+	ConsoleAttempts(ctx context.Context, key hookinboxtype.Key, limit int) ([]*Attempt, error)
 
 	// ConsoleOutbox lists outbox messages, newest first: those a receipt's processing
 	// wrote when filter.Source is set, else by state, before filter.BeforeID.
-	ConsoleOutbox(ctx context.Context, filter *OutboxFilter, limit int) ([]*OutboxMessage, error)
+	ConsoleOutbox(ctx context.Context, filter *OutboxFilter, limit int) ([]*hookinboxtype.OutboxMessage, error)
 
 	// ConsoleOutboxGet returns one outbox message, or nil.
-	ConsoleOutboxGet(ctx context.Context, id int64) (*OutboxMessage, error)
+	ConsoleOutboxGet(ctx context.Context, id int64) (*hookinboxtype.OutboxMessage, error)
 
 	// ConsoleDeliveries returns an outbox message's delivery history, newest first,
 	// at most limit.
@@ -88,7 +89,7 @@ type ReceiptFilter struct {
 	Endpoint  string
 	Provider  string
 	EventType string
-	State     string
+	State     hookinboxtype.State
 	// Fingerprint selects the receipts whose error has this fingerprint.
 	Fingerprint string
 	// Since and Until bound received_at: Since <= received_at < Until.
@@ -96,7 +97,7 @@ type ReceiptFilter struct {
 	// EventID with Keys selects exact keys: EventID under each (provider, endpoint)
 	// pair of Keys (their EventID is ignored), looked up by primary key.
 	EventID string
-	Keys    []Key
+	Keys    []hookinboxtype.Key
 	// After is the cursor: the last receipt of the previous page.
 	After *Cursor
 }
@@ -104,13 +105,13 @@ type ReceiptFilter struct {
 // Cursor is a position in the newest-first order of receipts.
 type Cursor struct {
 	ReceivedAt time.Time
-	Key
+	hookinboxtype.Key
 }
 
 // OutboxFilter selects outbox messages for the console.
 type OutboxFilter struct {
-	Source   *Key
-	State    string
+	Source   *hookinboxtype.Key
+	State    hookinboxtype.State
 	BeforeID int64
 }
 
@@ -167,10 +168,10 @@ type ConsoleAction struct {
 	// Key selects one receipt; else Filter does, up to Limit rows. Only receipts in
 	// FromStates (for one key: pending or needs review when empty) change, so that a
 	// confirmed action never touches a row that left the state it was shown in.
-	Key        *Key
+	Key        *hookinboxtype.Key
 	Filter     *ReceiptFilter
 	Limit      int
-	FromStates []string
+	FromStates []hookinboxtype.State
 
 	OutboxID int64
 }
@@ -222,5 +223,5 @@ func AddToSeries(points []*SeriesPoint, kind string, n int, count int64) {
 // Unprocessed reports whether the filter selects only pending or needs-review
 // receipts, which the drivers read through their partial index of unprocessed rows.
 func (f *ReceiptFilter) Unprocessed() bool {
-	return f.State == StatePending || f.State == StateNeedsReview
+	return f.State == hookinboxtype.StatePending || f.State == hookinboxtype.StateNeedsReview
 }

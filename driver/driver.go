@@ -11,6 +11,8 @@ package driver
 import (
 	"context"
 	"time"
+
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Driver opens transactions and runs hookinbox's queries on one database.
@@ -46,8 +48,14 @@ type Driver[TTx any] interface {
 }
 
 // Executor runs hookinbox's queries. Implementations are bound either to a pool (each
-// call its own statement) or to one transaction.
+// call its own statement) or to one transaction. It is the whole contract of a
+// driver's queries: the operator console's (ConsoleExecutor) and the backfill's
+// (BackfillStore) are part of it, so a driver that compiles serves every feature, and
+// driver/drivertest exercises every method against each driver.
 type Executor interface {
+	ConsoleExecutor
+	BackfillStore
+
 	// InboxInsert inserts a receipt unless one with the same key exists. It returns
 	// false for a duplicate. A concurrent insert of the same key waits for the other
 	// transaction to end: it reports a duplicate if that one commits and inserts if it
@@ -64,24 +72,24 @@ type Executor interface {
 	// of the transaction and returns them; absent keys and keys no longer pending are
 	// left out. It waits for locks held by other transactions (it does not skip locked
 	// rows), taking them in key order.
-	InboxLockUnprocessed(ctx context.Context, keys []Key) ([]*Receipt, error)
+	InboxLockUnprocessed(ctx context.Context, keys []hookinboxtype.Key) ([]*hookinboxtype.Receipt, error)
 
 	// InboxMarkProcessed sets the receipts' state to processed, processed_at and the
 	// outcome, and clears last_error. With by set it also adds each receipt's attempt
 	// to the attempt history, in the same statement.
-	InboxMarkProcessed(ctx context.Context, keys []Key, outcome string, by *AttemptBy) error
+	InboxMarkProcessed(ctx context.Context, keys []hookinboxtype.Key, outcome string, by *AttemptBy) error
 
 	// InboxClaim picks up to Limit of the oldest available pending receipts of the given
 	// endpoints, skipping rows locked by others, counts an attempt on each, stores
 	// MaxAttempts with them and hides them for the lease, in one statement. It returns
 	// none when there are none. A pending receipt found with MaxAttempts attempts used
 	// (its worker died during the last one) is put to review on the way, not returned.
-	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*Receipt, error)
+	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*hookinboxtype.Receipt, error)
 
 	// InboxExtendLease makes the pending receipts of keys unavailable to other workers
 	// for Lease from now, as a claim does, without counting an attempt. It returns how
 	// many it extended.
-	InboxExtendLease(ctx context.Context, keys []Key, lease time.Duration) (int, error)
+	InboxExtendLease(ctx context.Context, keys []hookinboxtype.Key, lease time.Duration) (int, error)
 
 	// InboxRecordFailure stores the error of a failed attempt and its fingerprint, only
 	// while the receipt is pending: it becomes available again after Delay, or needs
@@ -92,13 +100,13 @@ type Executor interface {
 	// InboxNoteDuplicate checks a duplicate delivery's body hash against the receipt's:
 	// when both are known and differ it counts a conflict on the receipt, stores the
 	// new hash, and returns the stored one with conflict true.
-	InboxNoteDuplicate(ctx context.Context, key Key, bodySHA256 []byte) (stored []byte, conflict bool, err error)
+	InboxNoteDuplicate(ctx context.Context, key hookinboxtype.Key, bodySHA256 []byte) (stored []byte, conflict bool, err error)
 
 	// InboxGet returns one receipt, or nil if it does not exist.
-	InboxGet(ctx context.Context, key Key) (*Receipt, error)
+	InboxGet(ctx context.Context, key hookinboxtype.Key) (*hookinboxtype.Receipt, error)
 
 	// InboxList returns receipts, newest first.
-	InboxList(ctx context.Context, params *InboxListParams) ([]*Receipt, error)
+	InboxList(ctx context.Context, params *InboxListParams) ([]*hookinboxtype.Receipt, error)
 
 	// InboxStats summarises the unprocessed receipts and recent arrivals.
 	InboxStats(ctx context.Context, params *InboxStatsParams) (*InboxStats, error)
@@ -148,7 +156,7 @@ type Executor interface {
 	// by others, counting the attempt, storing MaxAttempts and giving each a new fencing
 	// token larger than every token before it. A pending message found with MaxAttempts
 	// attempts used is put to review on the way, not returned.
-	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*OutboxMessage, error)
+	OutboxClaim(ctx context.Context, params *OutboxClaimParams) ([]*hookinboxtype.OutboxMessage, error)
 
 	// OutboxMarkPublished marks a message published only if token is still its claim
 	// token, and adds the delivery to its history (hookinbox_delivery) with it. It
@@ -161,7 +169,7 @@ type Executor interface {
 	OutboxRecordFailure(ctx context.Context, params *OutboxFailureParams) error
 
 	// OutboxList returns messages, newest first.
-	OutboxList(ctx context.Context, params *OutboxListParams) ([]*OutboxMessage, error)
+	OutboxList(ctx context.Context, params *OutboxListParams) ([]*hookinboxtype.OutboxMessage, error)
 
 	// OutboxStats summarises the unpublished messages.
 	OutboxStats(ctx context.Context) (*OutboxStats, error)

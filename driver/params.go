@@ -3,58 +3,13 @@ package driver
 import (
 	"errors"
 	"time"
-)
 
-// Key identifies a receipt: the primary key of hookinbox_inbox. The endpoint is part of it
-// so that two endpoints receiving the same event each process it.
-type Key struct {
-	Provider string
-	Endpoint string
-	EventID  string
-}
-
-// Receipt is a row of hookinbox_inbox.
-type Receipt struct {
-	Key
-	EventType   string
-	Payload     []byte
-	ReceivedAt  time.Time
-	AvailableAt time.Time
-	Attempts    int
-	// MaxAttempts is the limit of the process that last took the row; 0 when unknown
-	// (a row from before schema version 3).
-	MaxAttempts int
-	LastError   string
-	ProcessedAt *time.Time
-	Outcome     string
-	// State is one of the State constants.
-	State string
-	// BodySHA256 is the hash of the body as received; nil before schema version 3.
-	BodySHA256 []byte
-	// Conflicts counts later deliveries of the key with another body.
-	Conflicts int
-	// TraceParent is the W3C traceparent of the span that wrote the row, "" when
-	// tracing was off (schema version 6).
-	TraceParent string
-}
-
-// The states of a receipt or an outbox message, as stored in its state column.
-const (
-	// StatePending: waiting for a worker (or a dispatcher), or held by one.
-	StatePending = "pending"
-	// StateProcessed: a receipt whose handler's work committed, or that had nothing to do.
-	StateProcessed = "processed"
-	// StatePublished: an outbox message its sink accepted.
-	StatePublished = "published"
-	// StateNeedsReview: every allowed attempt failed; it waits for a person.
-	StateNeedsReview = "needs_review"
-	// StateDiscarded: a person decided it is not to be processed or delivered.
-	StateDiscarded = "discarded"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // InboxInsertParams are the values of a new receipt.
 type InboxInsertParams struct {
-	Key
+	hookinboxtype.Key
 	EventType string
 	Payload   []byte
 
@@ -98,7 +53,7 @@ type InboxClaimParams struct {
 
 // InboxFailureParams record a failed attempt.
 type InboxFailureParams struct {
-	Key
+	hookinboxtype.Key
 	Error string
 	Delay time.Duration
 	// By, when set, adds the attempt to the receipt's history (hookinbox_attempt) in the
@@ -155,7 +110,7 @@ type TypeCount struct {
 // InboxRetryParams select receipts to retry: one unprocessed Key, or every receipt in
 // StateNeedsReview.
 type InboxRetryParams struct {
-	Key         *Key
+	Key         *hookinboxtype.Key
 	NeedsReview bool
 }
 
@@ -185,36 +140,12 @@ type OutboxInsertParams struct {
 	Payload       []byte
 	// Source is the receipt whose processing wrote the message; it seeds the
 	// idempotency key that sinks send downstream.
-	Source Key
+	Source hookinboxtype.Key
 	// Destination names the sink that delivers the message; empty means the
 	// dispatcher's default.
 	Destination string
 	// TraceParent is the W3C traceparent of the span that wrote the message, which
 	// the dispatcher's delivery continues; "" stores NULL.
-	TraceParent string
-}
-
-// OutboxMessage is a row of the outbox as the dispatcher sees it.
-type OutboxMessage struct {
-	ID            int64
-	AggregateType string
-	AggregateID   string
-	EventType     string
-	Payload       []byte
-	Source        Key
-	Destination   string
-	CreatedAt     time.Time
-	Attempts      int
-	// MaxAttempts is the limit of the dispatcher that last claimed it; 0 before.
-	MaxAttempts int
-	// ClaimToken is the fencing token of the claim that returned the message.
-	ClaimToken  int64
-	LastError   string
-	PublishedAt *time.Time
-	// State is StatePending, StatePublished, StateNeedsReview or StateDiscarded.
-	State string
-	// TraceParent is the W3C traceparent of the span that wrote the message, "" when
-	// tracing was off (schema version 6).
 	TraceParent string
 }
 
@@ -295,7 +226,7 @@ func AttemptLimit(limit int) *int {
 // their last attempt) are committed as such and never handed out; a claim that found
 // only those looks again, so that a short batch still means nothing else is
 // available. state reads a row's state.
-func ClaimPending[T any](claim func() ([]T, error), state func(T) string) ([]T, error) {
+func ClaimPending[T any](claim func() ([]T, error), state func(T) hookinboxtype.State) ([]T, error) {
 	for {
 		list, err := claim()
 		if err != nil || len(list) == 0 {
@@ -303,7 +234,7 @@ func ClaimPending[T any](claim func() ([]T, error), state func(T) string) ([]T, 
 		}
 		kept := list[:0]
 		for _, r := range list {
-			if state(r) == StatePending {
+			if state(r) == hookinboxtype.StatePending {
 				kept = append(kept, r)
 			}
 		}
@@ -314,5 +245,5 @@ func ClaimPending[T any](claim func() ([]T, error), state func(T) string) ([]T, 
 }
 
 // ReceiptState and MessageState are the state readers ClaimPending takes.
-func ReceiptState(r *Receipt) string       { return r.State }
-func MessageState(m *OutboxMessage) string { return m.State }
+func ReceiptState(r *hookinboxtype.Receipt) hookinboxtype.State       { return r.State }
+func MessageState(m *hookinboxtype.OutboxMessage) hookinboxtype.State { return m.State }

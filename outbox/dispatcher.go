@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Config configures a Dispatcher.
@@ -305,26 +306,18 @@ func (d *Dispatcher) dispatchOnce(ctx context.Context) (int, error) {
 // not cancelled by one): a claim cancelled in flight may still commit, and would hide
 // its message for a whole lease with nobody delivering it. A message that was claimed
 // is delivered. claimTimeout bounds the statement.
-func (d *Dispatcher) claim(ctx context.Context) ([]*Message, error) {
+func (d *Dispatcher) claim(ctx context.Context) ([]*hookinboxtype.OutboxMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	rows, err := d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
+	return d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
 		Destinations: d.destinations, Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
 	})
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]*Message, len(rows))
-	for i, r := range rows {
-		msgs[i] = messageFrom(r)
-	}
-	return msgs, nil
 }
 
 // deliverAndMark delivers one claimed message and records the result under its
 // fencing token. ctx is not cancelled by a stop request, so the delivery finishes
 // within DeliveryTimeout and its result is recorded within RecordTimeout.
-func (d *Dispatcher) deliverAndMark(ctx context.Context, m *Message) {
+func (d *Dispatcher) deliverAndMark(ctx context.Context, m *hookinboxtype.OutboxMessage) {
 	start := time.Now()
 	sinkName, err := d.deliver(ctx, m)
 	result := "delivered"
@@ -355,7 +348,7 @@ func (d *Dispatcher) deliverAndMark(ctx context.Context, m *Message) {
 	}
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, m *Message) (string, error) {
+func (d *Dispatcher) deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) (string, error) {
 	name := m.Destination
 	if name == "" {
 		name = d.config.DefaultSink
@@ -376,32 +369,32 @@ func (d *Dispatcher) deliver(ctx context.Context, m *Message) (string, error) {
 // one broken sink neither takes the process down nor stops the other sinks: the
 // message is retried and eventually needs review like any failed delivery. The stack
 // goes to the log; the payload never does.
-func (d *Dispatcher) callSink(ctx context.Context, sink Sink, name string, m *Message) (err error) {
+func (d *Dispatcher) callSink(ctx context.Context, sink Sink, name string, m *hookinboxtype.OutboxMessage) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("sink %q panicked: %v", name, v)
 			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: sink panicked",
-				"outbox_id", m.ID, "sink", name, "attempt", m.Attempt, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"outbox_id", m.ID, "sink", name, "attempt", m.Attempts, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
 	return sink.Deliver(ctx, m)
 }
 
-func (d *Dispatcher) recordFailure(ctx context.Context, m *Message, err error) {
+func (d *Dispatcher) recordFailure(ctx context.Context, m *hookinboxtype.OutboxMessage, err error) {
 	msg := err.Error()
 	if len(msg) > 2000 {
 		msg = strings.ToValidUTF8(msg[:2000], "")
 	}
 	next := "retry"
-	if m.Attempt >= m.maxAttempts {
+	if m.Attempts >= m.MaxAttempts {
 		next = "needs review"
 	}
 	d.config.Logger.WarnContext(ctx, "hookinbox: outbox: delivery failed",
-		"outbox_id", m.ID, "destination", m.Destination, "attempt", m.Attempt, "next", next, "error", msg)
+		"outbox_id", m.ID, "destination", m.Destination, "attempt", m.Attempts, "next", next, "error", msg)
 	rctx, cancel := context.WithTimeout(ctx, d.config.RecordTimeout)
 	defer cancel()
 	if ferr := d.ex.OutboxRecordFailure(rctx, &driver.OutboxFailureParams{
-		ID: m.ID, ClaimToken: m.FencingToken, Error: msg, Delay: d.config.RetryDelayFunc(m.Attempt),
+		ID: m.ID, ClaimToken: m.FencingToken, Error: msg, Delay: d.config.RetryDelayFunc(m.Attempts),
 	}); ferr != nil {
 		// The attempt is counted and the lease still hides the message: it is
 		// delivered again when the lease ends.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testnats"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -79,9 +80,9 @@ func TestDispatcher_StaleDispatcherIsFenced(t *testing.T) {
 
 // recordFailure is how a dispatcher records a failed delivery: the real one through the
 // driver (fenced by the claim token), the broken one without the token.
-type recordFailure func(t *testing.T, b *bundle, m *outbox.Message)
+type recordFailure func(t *testing.T, b *bundle, m *hookinboxtype.OutboxMessage)
 
-func recordFailureUnfenced(t *testing.T, b *bundle, m *outbox.Message) {
+func recordFailureUnfenced(t *testing.T, b *bundle, m *hookinboxtype.OutboxMessage) {
 	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_outbox SET last_error = 'late', available_at = now() WHERE id = $1 AND published_at IS NULL`, m.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestDispatcher_KilledBeforeMarkRedeliversSameKey(t *testing.T) {
 	cfg := outbox.Config{Sinks: map[string]outbox.Sink{
 		"http": &outbox.HTTPSink{URL: sink.URL},
 		"nats": &outbox.NATSSink{JetStream: stream.JetStream, Subject: stream.Subject,
-			DuplicateFunc: func(*outbox.Message) { duplicates.Add(1) }},
+			DuplicateFunc: func(*hookinboxtype.OutboxMessage) { duplicates.Add(1) }},
 	}}
 	killed := b.dispatcher(t, cfg)
 	for range 2 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -48,7 +49,7 @@ func ExampleDispatcher() {
 	dispatcher, err := outbox.NewDispatcher(d.Executor(), &outbox.Config{
 		Sinks: map[string]outbox.Sink{
 			// An HTTPSink or NATSSink in a service; any func will do.
-			"crm": outbox.SinkFunc(func(ctx context.Context, m *outbox.Message) error {
+			"crm": outbox.SinkFunc(func(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 				fmt.Println("deliver", m.EventType, string(m.Payload), "key", m.IdempotencyKey())
 				return nil
 			}),

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // HTTPSink POSTs the payload as JSON to a URL, with Message.Headers (the idempotency
@@ -27,7 +29,7 @@ var noRedirects = &http.Client{
 }
 
 // Deliver posts m.
-func (s *HTTPSink) Deliver(ctx context.Context, m *Message) error {
+func (s *HTTPSink) Deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 	if s.URL == "" {
 		return errors.New("http sink has no URL")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,11 +21,11 @@ type NATSSink struct {
 	Subject string
 	// DuplicateFunc, when set, is called when JetStream acknowledges a publish as a
 	// duplicate of one it already stored: a redelivery that the broker absorbed.
-	DuplicateFunc func(m *Message)
+	DuplicateFunc func(m *hookinboxtype.OutboxMessage)
 }
 
 // Deliver publishes m and waits for the acknowledgement.
-func (s *NATSSink) Deliver(ctx context.Context, m *Message) error {
+func (s *NATSSink) Deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 	if s.JetStream == nil || s.Subject == "" {
 		return errors.New("nats sink needs a JetStream context and a subject")
 	}

@@ -2,26 +2,10 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
-)
-
-// State is where an outbox message stands. Each message stores its own, so every
-// dispatcher and every operator command agree on it.
-type State string
-
-const (
-	// StatePending: waiting for a dispatcher, or held by one.
-	StatePending State = driver.StatePending
-	// StatePublished: its sink accepted it.
-	StatePublished State = driver.StatePublished
-	// StateNeedsReview: every delivery its dispatcher allowed failed; it waits for a
-	// person (Retry gives it back).
-	StateNeedsReview State = driver.StateNeedsReview
-	// StateDiscarded: a person decided it is not to be delivered.
-	StateDiscarded State = driver.StateDiscarded
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Stats summarise the outbox.
@@ -33,34 +17,6 @@ type Stats struct {
 	OldestPendingAge time.Duration
 	// NeedsReview counts messages in StateNeedsReview.
 	NeedsReview int64
-}
-
-// Record is an outbox message as operators see it.
-type Record struct {
-	ID            int64
-	AggregateType string
-	AggregateID   string
-	EventType     string
-	Payload       json.RawMessage
-	// Source is the inbox receipt whose processing wrote the message.
-	Source      Source
-	Destination string
-	State       State
-	CreatedAt   time.Time
-	Attempts    int
-	// MaxAttempts is the limit of the dispatcher that last claimed it; 0 before.
-	MaxAttempts int
-	LastError   string
-	PublishedAt *time.Time
-}
-
-func recordFrom(m *driver.OutboxMessage) *Record {
-	return &Record{
-		ID: m.ID, AggregateType: m.AggregateType, AggregateID: m.AggregateID, EventType: m.EventType,
-		Payload: m.Payload, Source: sourceFrom(m.Source), Destination: m.Destination, State: State(m.State),
-		CreatedAt: m.CreatedAt, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, LastError: m.LastError,
-		PublishedAt: m.PublishedAt,
-	}
 }
 
 // Stats summarise the outbox: undelivered messages, the oldest one's age, and those
@@ -84,7 +40,7 @@ type ListParams struct {
 }
 
 // List returns outbox messages, newest first.
-func (d *Dispatcher) List(ctx context.Context, p ListParams) ([]*Record, error) {
+func (d *Dispatcher) List(ctx context.Context, p ListParams) ([]*hookinboxtype.OutboxMessage, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
@@ -94,11 +50,7 @@ func (d *Dispatcher) List(ctx context.Context, p ListParams) ([]*Record, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Record, len(list))
-	for n, m := range list {
-		out[n] = recordFrom(m)
-	}
-	return out, nil
+	return list, nil
 }
 
 // Retry makes an undelivered message pending and available now with its attempts

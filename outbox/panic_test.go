@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -18,7 +19,7 @@ func TestDispatcher_PanickingSinkIsAFailedDelivery(t *testing.T) {
 	b.insert(t, 2, "broken")
 	b.insert(t, 3, "http")
 	d := b.dispatcher(t, outbox.Config{MaxAttempts: 2, Sinks: map[string]outbox.Sink{
-		"broken": outbox.SinkFunc(func(context.Context, *outbox.Message) error { panic("sink bug") }),
+		"broken": outbox.SinkFunc(func(context.Context, *hookinboxtype.OutboxMessage) error { panic("sink bug") }),
 		"http":   &outbox.HTTPSink{URL: good.URL},
 	}})
 	b.runUntil(t, func() bool {
@@ -30,7 +31,7 @@ func TestDispatcher_PanickingSinkIsAFailedDelivery(t *testing.T) {
 		t.Fatalf("needs review: %d, %v", len(list), err)
 	}
 	for _, m := range list {
-		if m.Destination != "broken" || m.State != outbox.StateNeedsReview || m.Attempts != 2 || !strings.Contains(m.LastError, "panicked: sink bug") {
+		if m.Destination != "broken" || m.State != hookinboxtype.StateNeedsReview || m.Attempts != 2 || !strings.Contains(m.LastError, "panicked: sink bug") {
 			t.Errorf("message %+v, want the broken sink's, in review after 2 attempts with the panic as its error", m)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -41,7 +42,7 @@ func (b *bundle) insert(t *testing.T, n int, destination string) {
 		_, err := b.ex.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: fmt.Sprintf("in_%d", i), EventType: "InvoicePaymentBooked",
 			Payload:     []byte(fmt.Sprintf(`{"n":%d}`, i)),
-			Source:      driver.Key{Provider: "stripe", Endpoint: "billing", EventID: fmt.Sprintf("evt_%s_%d", destination, i)},
+			Source:      hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: fmt.Sprintf("evt_%s_%d", destination, i)},
 			Destination: destination,
 		})
 		if err != nil {

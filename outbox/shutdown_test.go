@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -102,7 +103,7 @@ func scenarioStopWithItsResultBlocked(t *testing.T, deliveryErr error) {
 	var mu sync.Mutex
 	var deliveries []delivery
 	inDelivery, release := make(chan int64, 1), make(chan struct{})
-	sink := outbox.SinkFunc(func(ctx context.Context, m *outbox.Message) error {
+	sink := outbox.SinkFunc(func(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 		mu.Lock()
 		deliveries = append(deliveries, delivery{m.IdempotencyKey(), m.FencingToken})
 		first := len(deliveries) == 1
@@ -192,7 +193,7 @@ func TestDispatcher_StopReturnsWhileItsClaimIsBlocked(t *testing.T) {
 	b := setup(t)
 	b.insert(t, 1, "http")
 	var delivered sync.Map
-	sink := outbox.SinkFunc(func(_ context.Context, m *outbox.Message) error {
+	sink := outbox.SinkFunc(func(_ context.Context, m *hookinboxtype.OutboxMessage) error {
 		delivered.Store(m.IdempotencyKey(), true)
 		return nil
 	})

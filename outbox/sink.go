@@ -1,6 +1,10 @@
 package outbox
 
-import "context"
+import (
+	"context"
+
+	"github.com/hookinbox/hookinbox/hookinboxtype"
+)
 
 // Sink delivers a message to one destination. Deliver returns nil only when the
 // destination has accepted the message (an HTTP 2xx, a JetStream publish
@@ -9,11 +13,13 @@ import "context"
 // be called again for the same message, with the same idempotency key, after a crash
 // or a lost lease.
 type Sink interface {
-	Deliver(ctx context.Context, m *Message) error
+	Deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) error
 }
 
 // SinkFunc adapts a function to a Sink.
-type SinkFunc func(ctx context.Context, m *Message) error
+type SinkFunc func(ctx context.Context, m *hookinboxtype.OutboxMessage) error
 
 // Deliver calls f.
-func (f SinkFunc) Deliver(ctx context.Context, m *Message) error { return f(ctx, m) }
+func (f SinkFunc) Deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
+	return f(ctx, m)
+}

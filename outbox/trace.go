@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/tracectx"
 )
 
@@ -24,11 +25,11 @@ const TracerName = "github.com/hookinbox/hookinbox/outbox"
 // the provider sent, the handler, the delivery and the downstream service's own spans
 // (through the traceparent the sinks send) are one trace. With tracing off (no
 // TracerProvider) it returns ctx and a nil span, and costs nothing.
-func (d *Dispatcher) startDelivery(ctx context.Context, sinkName string, m *Message) (context.Context, trace.Span) {
+func (d *Dispatcher) startDelivery(ctx context.Context, sinkName string, m *hookinboxtype.OutboxMessage) (context.Context, trace.Span) {
 	if d.tracer == nil {
 		return ctx, nil
 	}
-	return d.tracer.Start(tracectx.Context(ctx, m.traceParent), "send "+sinkName,
+	return d.tracer.Start(tracectx.Context(ctx, m.TraceParent), "send "+sinkName,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
@@ -37,7 +38,7 @@ func (d *Dispatcher) startDelivery(ctx context.Context, sinkName string, m *Mess
 			attribute.Int64("hookinbox.outbox.id", m.ID),
 			attribute.String("hookinbox.outbox.sink", sinkName),
 			attribute.String("hookinbox.outbox.event_type", m.EventType),
-			attribute.Int("hookinbox.attempt", m.Attempt),
+			attribute.Int("hookinbox.attempt", m.Attempts),
 			attribute.Int64("hookinbox.outbox.fencing_token", m.FencingToken),
 			attribute.String("hookinbox.provider", m.Source.Provider),
 			attribute.String("hookinbox.endpoint", m.Source.Endpoint),

@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // receiptJSON is a receipt as events list/show --json print it.
@@ -42,14 +43,14 @@ type receiptJSON struct {
 // state is what an operator needs to know of a receipt, from its stored state:
 // processed or ignored (done, by its outcome), pending (workers will retry it),
 // needs_review (workers gave up) or discarded.
-func state(r *hookinbox.Receipt) string {
-	if r.State == hookinbox.StateProcessed && r.Outcome != "" {
+func state(r *hookinboxtype.Receipt) string {
+	if r.State == hookinboxtype.StateProcessed && r.Outcome != "" {
 		return string(r.Outcome)
 	}
 	return string(r.State)
 }
 
-func newReceiptJSON(r *hookinbox.Receipt, withPayload bool) receiptJSON {
+func newReceiptJSON(r *hookinboxtype.Receipt, withPayload bool) receiptJSON {
 	out := receiptJSON{
 		Provider: r.Provider, Endpoint: r.Endpoint, EventID: r.EventID, EventType: r.EventType,
 		State: state(r), Outcome: string(r.Outcome), Attempts: r.Attempts, LastError: r.LastError,
@@ -149,7 +150,7 @@ func (a *app) eventsShowCommand() *cobra.Command {
 		Example: `  hookinbox events show stripe billing evt_1 --config examples/hookinbox.yaml`,
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
+			key := hookinboxtype.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				r, err := b.Operator.GetReceipt(cmd.Context(), key)
 				if err != nil {
@@ -237,7 +238,7 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 					fmt.Fprintf(a.stdout, "retrying %d receipts\n", n)
 					return nil
 				}
-				key := hookinbox.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
+				key := hookinboxtype.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
 				ok, err := b.Operator.Retry(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("error retrying receipt: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -41,7 +42,7 @@ type sourceJSON struct {
 // newOutboxMessageJSON prints the message's stored state: published, pending (the
 // dispatcher will deliver or retry it, if it has a sink for its destination),
 // needs_review (it used every attempt) or discarded.
-func newOutboxMessageJSON(m *outbox.Record) outboxMessageJSON {
+func newOutboxMessageJSON(m *hookinboxtype.OutboxMessage) outboxMessageJSON {
 	return outboxMessageJSON{
 		ID: m.ID, Destination: m.Destination, EventType: m.EventType,
 		AggregateType: m.AggregateType, AggregateID: m.AggregateID,

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The operator console's SQL (driver.ConsoleExecutor). Lists read one index range a
@@ -261,7 +262,7 @@ func (e *executor) ConsoleReviewGroups(ctx context.Context, limit int) ([]*drive
 	return list, nil
 }
 
-func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter, limit int) ([]*driver.Receipt, error) {
+func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter, limit int) ([]*hookinboxtype.Receipt, error) {
 	var rows pgx.Rows
 	var err error
 	if f.EventID != "" {
@@ -277,7 +278,7 @@ func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter,
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.Receipt, error) { return scanReceipt(row) })
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*hookinboxtype.Receipt, error) { return scanReceipt(row) })
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
@@ -296,7 +297,7 @@ func (e *executor) ConsoleCountReceipts(ctx context.Context, f *driver.ReceiptFi
 	return n, nil
 }
 
-func (e *executor) ConsoleAttempts(ctx context.Context, k driver.Key, limit int) ([]*driver.Attempt, error) {
+func (e *executor) ConsoleAttempts(ctx context.Context, k hookinboxtype.Key, limit int) ([]*driver.Attempt, error) {
 	rows, err := e.consoleQuery(ctx, sqlConsoleAttempts, k.Provider, k.Endpoint, k.EventID, limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading attempts: %w", err))
@@ -312,7 +313,7 @@ func (e *executor) ConsoleAttempts(ctx context.Context, k driver.Key, limit int)
 	return list, nil
 }
 
-func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, limit int) ([]*driver.OutboxMessage, error) {
+func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, limit int) ([]*hookinboxtype.OutboxMessage, error) {
 	var rows pgx.Rows
 	var err error
 	if f.Source != nil {
@@ -334,7 +335,7 @@ func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, li
 	return list, nil
 }
 
-func (e *executor) ConsoleOutboxGet(ctx context.Context, id int64) (*driver.OutboxMessage, error) {
+func (e *executor) ConsoleOutboxGet(ctx context.Context, id int64) (*hookinboxtype.OutboxMessage, error) {
 	rows, err := e.consoleQuery(ctx, sqlConsoleOutboxGet, id)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading outbox message: %w", err))
@@ -393,14 +394,14 @@ func (e *executor) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (i
 	case a.Key != nil:
 		states := a.FromStates
 		if len(states) == 0 {
-			states = []string{driver.StatePending, driver.StateNeedsReview}
+			states = []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview}
 		}
-		query, args = sqlConsoleRetryKey, []any{a.Key.Provider, a.Key.Endpoint, a.Key.EventID, states}
+		query, args = sqlConsoleRetryKey, []any{a.Key.Provider, a.Key.Endpoint, a.Key.EventID, stateNames(states)}
 		if a.Action == driver.ActionResolve {
 			query = sqlConsoleResolveKey
 		}
 	case a.Filter != nil && len(a.FromStates) > 0 && a.Limit > 0:
-		query, args = sqlConsoleRetryFilter, append(filterArgs(a.Filter), a.Limit, a.FromStates)
+		query, args = sqlConsoleRetryFilter, append(filterArgs(a.Filter), a.Limit, stateNames(a.FromStates))
 		if a.Action == driver.ActionResolve {
 			query = sqlConsoleResolveFilter
 		}
@@ -416,4 +417,14 @@ func (e *executor) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (i
 		return 0, translate(fmt.Errorf("error applying %s: %w", a.Action, err))
 	}
 	return n, nil
+}
+
+// stateNames is states as a text[] parameter: pgx encodes a slice of a named string
+// type only as a slice of string.
+func stateNames(states []hookinboxtype.State) []string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return names
 }

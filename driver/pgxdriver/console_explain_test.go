@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -63,7 +64,7 @@ func TestConsole_ListsOnAMillionReceiptsAreIndexed(t *testing.T) {
 
 	mid := time.Now().Add(-15 * 24 * time.Hour)
 	page := func(f driver.ReceiptFilter) []any { return append(filterArgs(&f), 50) }
-	cursor := &driver.Cursor{ReceivedAt: mid, Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_500001"}}
+	cursor := &driver.Cursor{ReceivedAt: mid, Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_500001"}}
 	for _, c := range []struct {
 		name, query string
 		args        []any

@@ -11,9 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // executor runs the queries of queries.go on a pool or a transaction.
+// The executor is the whole query contract, checked here rather than at run time.
+var _ driver.Executor = (*executor)(nil)
+
 type executor struct {
 	db dbtx
 }
@@ -57,7 +61,7 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 // inboxInsertManyArgs binds a batch of receipts as sqlInboxInsertMany's arrays, in key
 // order (concurrent batches then take their rows' locks in one order, and cannot
 // deadlock), with each key's position in ps.
-func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]int, error) {
+func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxtype.Key]int, error) {
 	n := len(ps)
 	order := make([]int, n)
 	for i := range order {
@@ -72,7 +76,7 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
 		traces           []string // nil (NULL, which unnest pads) while no receipt has one
-		position         = make(map[driver.Key]int, n)
+		position         = make(map[hookinboxtype.Key]int, n)
 	)
 	for j, i := range order {
 		p := ps[i]
@@ -97,9 +101,9 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[driver.Key]
 
 // scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no
 // defined order; a key absent from it was a duplicate.
-func scanInserted(rows pgx.Rows, position map[driver.Key]int, n int) ([]bool, error) {
+func scanInserted(rows pgx.Rows, position map[hookinboxtype.Key]int, n int) ([]bool, error) {
 	inserted := make([]bool, n)
-	var k driver.Key
+	var k hookinboxtype.Key
 	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.Endpoint, &k.EventID}, func() error {
 		if i, ok := position[k]; ok {
 			inserted[i] = true
@@ -112,7 +116,7 @@ func scanInserted(rows pgx.Rows, position map[driver.Key]int, n int) ([]bool, er
 	return inserted, nil
 }
 
-func keyLess(a, b driver.Key) bool {
+func keyLess(a, b hookinboxtype.Key) bool {
 	if a.Provider != b.Provider {
 		return a.Provider < b.Provider
 	}
@@ -123,7 +127,7 @@ func keyLess(a, b driver.Key) bool {
 }
 
 // keyColumns splits keys into the three arrays the key-set statements unnest.
-func keyColumns(keys []driver.Key) (providers, endpoints, ids []string) {
+func keyColumns(keys []hookinboxtype.Key) (providers, endpoints, ids []string) {
 	providers, endpoints, ids = make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		providers[i], endpoints[i], ids[i] = k.Provider, k.Endpoint, k.EventID
@@ -131,20 +135,20 @@ func keyColumns(keys []driver.Key) (providers, endpoints, ids []string) {
 	return providers, endpoints, ids
 }
 
-func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) ([]*driver.Receipt, error) {
+func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []hookinboxtype.Key) ([]*hookinboxtype.Receipt, error) {
 	providers, endpoints, ids := keyColumns(keys)
 	rows, err := e.db.Query(ctx, sqlInboxLockUnprocessed, providers, endpoints, ids)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error locking receipts: %w", err))
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.Receipt, error) { return scanReceipt(row) })
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*hookinboxtype.Receipt, error) { return scanReceipt(row) })
 	if err != nil {
 		return nil, translate(fmt.Errorf("error locking receipts: %w", err))
 	}
 	return list, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string, by *driver.AttemptBy) error {
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) error {
 	providers, endpoints, ids := keyColumns(keys)
 	query, args := sqlInboxMarkProcessed, []any{providers, endpoints, ids, outcome}
 	if by != nil {
@@ -156,16 +160,16 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, ou
 	return nil
 }
 
-func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*driver.Receipt, error) {
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*hookinboxtype.Receipt, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
-	return driver.ClaimPending(func() ([]*driver.Receipt, error) {
+	return driver.ClaimPending(func() ([]*hookinboxtype.Receipt, error) {
 		rows, err := e.db.Query(ctx, sqlInboxClaim, p.Endpoints, p.Lease.Seconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
-		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.Receipt, error) { return scanReceipt(row) })
+		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*hookinboxtype.Receipt, error) { return scanReceipt(row) })
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
@@ -173,7 +177,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	}, driver.ReceiptState)
 }
 
-func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {
+func (e *executor) InboxExtendLease(ctx context.Context, keys []hookinboxtype.Key, lease time.Duration) (int, error) {
 	providers, endpoints, ids := keyColumns(keys)
 	tag, err := e.db.Exec(ctx, sqlInboxExtendLease, providers, endpoints, ids, lease.Seconds())
 	if err != nil {
@@ -196,7 +200,7 @@ func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailur
 	return nil
 }
 
-func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha []byte) ([]byte, bool, error) {
+func (e *executor) InboxNoteDuplicate(ctx context.Context, key hookinboxtype.Key, sha []byte) ([]byte, bool, error) {
 	if len(sha) == 0 {
 		return nil, false, nil
 	}
@@ -211,7 +215,7 @@ func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha [
 	return stored, true, nil
 }
 
-func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+func (e *executor) InboxGet(ctx context.Context, key hookinboxtype.Key) (*hookinboxtype.Receipt, error) {
 	r, err := scanReceipt(e.db.QueryRow(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading receipt: %w", err))
@@ -219,13 +223,13 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 	return r, nil
 }
 
-func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
+func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*hookinboxtype.Receipt, error) {
 	rows, err := e.db.Query(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit, p.Conflicts)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
 	}
 	defer rows.Close()
-	var list []*driver.Receipt
+	var list []*hookinboxtype.Receipt
 	for rows.Next() {
 		r, err := scanReceipt(rows)
 		if err != nil {
@@ -390,8 +394,8 @@ func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duratio
 }
 
 // scanReceipt scans the column list shared by the receipt queries; no row is nil.
-func scanReceipt(row pgx.Row) (*driver.Receipt, error) {
-	var r driver.Receipt
+func scanReceipt(row pgx.Row) (*hookinboxtype.Receipt, error) {
+	var r hookinboxtype.Receipt
 	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
 		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
 		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts, &r.TraceParent)

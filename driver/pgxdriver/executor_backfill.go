@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
-
-var _ driver.BackfillStore = (*executor)(nil)
 
 // The backfill's SQL (schema version 5).
 const (
@@ -64,7 +63,7 @@ func (e *executor) BackfillAdvance(ctx context.Context, p *driver.BackfillAdvanc
 	return nil
 }
 
-func (e *executor) InboxOrigin(ctx context.Context, key driver.Key) (string, error) {
+func (e *executor) InboxOrigin(ctx context.Context, key hookinboxtype.Key) (string, error) {
 	var origin string
 	err := e.db.QueryRow(ctx, sqlInboxOrigin, key.Provider, key.Endpoint, key.EventID).Scan(&origin)
 	if errors.Is(err, pgx.ErrNoRows) {

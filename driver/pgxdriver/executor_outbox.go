@@ -9,13 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
-func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
+func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*hookinboxtype.OutboxMessage, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
-	return driver.ClaimPending(func() ([]*driver.OutboxMessage, error) {
+	return driver.ClaimPending(func() ([]*hookinboxtype.OutboxMessage, error) {
 		rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
@@ -43,7 +44,7 @@ func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFail
 	return nil
 }
 
-func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*driver.OutboxMessage, error) {
+func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*hookinboxtype.OutboxMessage, error) {
 	rows, err := e.db.Query(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing outbox messages: %w", err))
@@ -120,10 +121,10 @@ func (e *executor) EffectRelease(ctx context.Context, key string, token int64) e
 	return nil
 }
 
-func scanOutboxMessage(row pgx.CollectableRow) (*driver.OutboxMessage, error) {
-	var m driver.OutboxMessage
+func scanOutboxMessage(row pgx.CollectableRow) (*hookinboxtype.OutboxMessage, error) {
+	var m hookinboxtype.OutboxMessage
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &m.Payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &m.PublishedAt, &m.State, &m.TraceParent)
+		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.FencingToken, &m.LastError, &m.PublishedAt, &m.State, &m.TraceParent)
 	return &m, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -29,7 +30,7 @@ func migrated(t *testing.T) (*testdb.DB, *Driver) {
 }
 
 func receipt(id string) *driver.InboxInsertParams {
-	return &driver.InboxInsertParams{Key: driver.Key{Provider: "stripe", Endpoint: "ep", EventID: id},
+	return &driver.InboxInsertParams{Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "ep", EventID: id},
 		EventType: "invoice.paid", Payload: []byte(`{}`), MaxAttempts: 3}
 }
 
@@ -125,7 +126,7 @@ func TestTx_StatementTimeoutIsLocalAndBoundsTheFirstStatement(t *testing.T) {
 	// Queued, then the first statement pipelined behind it.
 	tx, _ = d.Begin(ctx)
 	_ = tx.SetStatementTimeout(ctx, 50*time.Millisecond)
-	if _, err := tx.InboxLockUnprocessed(ctx, []driver.Key{{Provider: "stripe", Endpoint: "ep", EventID: "none"}}); err != nil {
+	if _, err := tx.InboxLockUnprocessed(ctx, []hookinboxtype.Key{{Provider: "stripe", Endpoint: "ep", EventID: "none"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Native().QueryRow(ctx, `SHOW statement_timeout`).Scan(&timeout); err != nil || timeout != "50ms" {

@@ -10,6 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -80,8 +81,8 @@ VALUES ('Invoice', 'in_1', 'InvoicePaymentBooked', '{}', 'stripe', 'billing', 'e
 			t.Errorf("%s still exists after the upgrade", old)
 		}
 	}
-	for key, want := range map[string]string{"evt_done": "processed", "evt_pending": "pending", "evt_exhausted": "needs_review"} {
-		r, err := d.Executor().InboxGet(ctx, driver.Key{Provider: "stripe", Endpoint: "billing", EventID: key})
+	for key, want := range map[string]hookinboxtype.State{"evt_done": "processed", "evt_pending": "pending", "evt_exhausted": "needs_review"} {
+		r, err := d.Executor().InboxGet(ctx, hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: key})
 		if err != nil || r == nil {
 			t.Fatalf("%s after the upgrade: %v, %v", key, r, err)
 		}
@@ -90,7 +91,7 @@ VALUES ('Invoice', 'in_1', 'InvoicePaymentBooked', '{}', 'stripe', 'billing', 'e
 		}
 	}
 	inserted, err := d.Executor().InboxInsert(ctx, &driver.InboxInsertParams{
-		Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_done"}, EventType: "invoice.paid",
+		Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_done"}, EventType: "invoice.paid",
 		Payload: []byte(`{}`), Processed: true, Outcome: "processed", MaxAttempts: 10,
 	})
 	if err != nil || inserted {
@@ -101,7 +102,7 @@ VALUES ('Invoice', 'in_1', 'InvoicePaymentBooked', '{}', 'stripe', 'billing', 'e
 	}
 	id, err := d.Executor().OutboxInsert(ctx, &driver.OutboxInsertParams{
 		AggregateType: "Invoice", AggregateID: "in_3", EventType: "x", Payload: []byte(`{}`),
-		Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_new"},
+		Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_new"},
 	})
 	if err != nil || id != 3 {
 		t.Fatalf("first outbox id after the upgrade: %d (%v), want 3: the identity goes on", id, err)
@@ -111,8 +112,8 @@ VALUES ('Invoice', 'in_1', 'InvoicePaymentBooked', '{}', 'stripe', 'billing', 'e
 		t.Fatalf("claim after the upgrade: %d messages (%v), want 2", len(msgs), err)
 	}
 	for _, m := range msgs {
-		if m.ClaimToken <= 5 {
-			t.Errorf("claim token %d after the upgrade, want > 5: the fencing sequence must go on", m.ClaimToken)
+		if m.FencingToken <= 5 {
+			t.Errorf("claim token %d after the upgrade, want > 5: the fencing sequence must go on", m.FencingToken)
 		}
 	}
 	c, err := d.Executor().EffectClaim(ctx, &driver.EffectClaimParams{Key: "webhook:evt_done:refund", Lease: 60e9})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The broken variant that the driver's _txlock=immediate exists to avoid, kept so that
@@ -61,13 +62,13 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 				if err := <-otherDone; err != nil { // nothing made it wait
 					t.Fatal(err)
 				}
-				err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed", nil)
+				err := tx.InboxMarkProcessed(ctx, []hookinboxtype.Key{k}, "processed", nil)
 				if !errors.Is(err, driver.ErrUnavailable) {
 					t.Fatalf("write on a stale snapshot: %v, want SQLITE_BUSY_SNAPSHOT (unavailable)", err)
 				}
 				return
 			}
-			if err := tx.InboxMarkProcessed(ctx, []driver.Key{k}, "processed", nil); err != nil {
+			if err := tx.InboxMarkProcessed(ctx, []hookinboxtype.Key{k}, "processed", nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {
@@ -76,7 +77,7 @@ func TestBrokenVariant_DeferredTransactionFailsWhereImmediateWaits(t *testing.T)
 			if err := <-otherDone; err != nil {
 				t.Fatal(err)
 			}
-			if r, err := first.Executor().InboxGet(ctx, k); err != nil || r.State != driver.StateProcessed || r.ProcessedAt == nil || r.LastError != "" {
+			if r, err := first.Executor().InboxGet(ctx, k); err != nil || r.State != hookinboxtype.StateProcessed || r.ProcessedAt == nil || r.LastError != "" {
 				t.Fatalf("receipt %+v %v: want processed, and the other's late failure not recorded", r, err)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The operator console's SQL (driver.ConsoleExecutor), PostgreSQL's statements in
@@ -163,8 +164,6 @@ INSERT INTO hookinbox_audit (actor, action, target, rows, note) VALUES (?1, ?2, 
  WHERE id = ?1 AND state IN ('pending', 'needs_review')`
 )
 
-var _ driver.ConsoleExecutor = (*executor)(nil)
-
 func filterArgs(f *driver.ReceiptFilter) []any {
 	since, until, after := f.Range()
 	return []any{f.Endpoint, f.Provider, f.EventType, f.State, f.Fingerprint, since.UnixMicro(), until.UnixMicro(),
@@ -232,7 +231,7 @@ func (e *executor) ConsoleReviewGroups(ctx context.Context, limit int) ([]*drive
 	return list, nil
 }
 
-func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter, limit int) ([]*driver.Receipt, error) {
+func (e *executor) ConsoleReceipts(ctx context.Context, f *driver.ReceiptFilter, limit int) ([]*hookinboxtype.Receipt, error) {
 	var rows *sql.Rows
 	var err error
 	if f.EventID != "" {
@@ -274,7 +273,7 @@ func (e *executor) ConsoleCountReceipts(ctx context.Context, f *driver.ReceiptFi
 	return n, nil
 }
 
-func (e *executor) ConsoleAttempts(ctx context.Context, k driver.Key, limit int) ([]*driver.Attempt, error) {
+func (e *executor) ConsoleAttempts(ctx context.Context, k hookinboxtype.Key, limit int) ([]*driver.Attempt, error) {
 	rows, err := e.db.QueryContext(ctx, sqlConsoleAttempts, k.Provider, k.Endpoint, k.EventID, limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading attempts: %w", err))
@@ -293,7 +292,7 @@ func (e *executor) ConsoleAttempts(ctx context.Context, k driver.Key, limit int)
 	return list, nil
 }
 
-func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, limit int) ([]*driver.OutboxMessage, error) {
+func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, limit int) ([]*hookinboxtype.OutboxMessage, error) {
 	var rows *sql.Rows
 	var err error
 	if f.Source != nil {
@@ -315,7 +314,7 @@ func (e *executor) ConsoleOutbox(ctx context.Context, f *driver.OutboxFilter, li
 	return list, nil
 }
 
-func (e *executor) ConsoleOutboxGet(ctx context.Context, id int64) (*driver.OutboxMessage, error) {
+func (e *executor) ConsoleOutboxGet(ctx context.Context, id int64) (*hookinboxtype.OutboxMessage, error) {
 	rows, err := e.db.QueryContext(ctx, sqlConsoleOutboxGet, id)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading outbox message: %w", err))
@@ -376,7 +375,7 @@ func (e *executor) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (i
 	}
 	states := a.FromStates
 	if a.Key != nil && len(states) == 0 {
-		states = []string{driver.StatePending, driver.StateNeedsReview}
+		states = []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview}
 	}
 	list, err := jsonList(states)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/effect"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -72,9 +73,9 @@ func TestDispatcher_DeliversTheHandlersMessageOnce(t *testing.T) {
 	receive(t, inbox, invoiceEvent(epBilling, "evt_1", billing.TypeInvoicePaid, "in_1", 1500))
 
 	var mu sync.Mutex
-	var got []*outbox.Message
+	var got []*hookinboxtype.OutboxMessage
 	d, err := outbox.NewDispatcher(inbox.Driver().Executor(), &outbox.Config{
-		Sinks: map[string]outbox.Sink{"test": outbox.SinkFunc(func(ctx context.Context, m *outbox.Message) error {
+		Sinks: map[string]outbox.Sink{"test": outbox.SinkFunc(func(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, m)

@@ -139,6 +139,8 @@ type dbtx interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+var _ driver.ExecutorTx[*sql.Tx] = (*executorTx)(nil)
+
 type executorTx struct {
 	executor
 	tx *sql.Tx

@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // executor runs the queries of queries.go on the database or on a transaction.
+// The executor is the whole query contract, checked here rather than at run time.
+var _ driver.Executor = (*executor)(nil)
+
 type executor struct {
 	db dbtx
 	// pool is the database when the executor is not bound to a transaction: the
@@ -77,8 +81,8 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 	return inserted, nil
 }
 
-func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) ([]*driver.Receipt, error) {
-	var list []*driver.Receipt
+func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []hookinboxtype.Key) ([]*hookinboxtype.Receipt, error) {
+	var list []*hookinboxtype.Receipt
 	for _, key := range keys {
 		r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxLockUnprocessed, key.Provider, key.Endpoint, key.EventID))
 		if err != nil {
@@ -91,7 +95,7 @@ func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []driver.Key) 
 	return list, nil
 }
 
-func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, outcome string, by *driver.AttemptBy) error {
+func (e *executor) InboxMarkProcessed(ctx context.Context, keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) error {
 	err := e.inTx(ctx, func(q dbtx) error {
 		for _, key := range keys {
 			if _, err := q.ExecContext(ctx, sqlInboxMarkProcessed, key.Provider, key.Endpoint, key.EventID, outcome); err != nil {
@@ -112,7 +116,7 @@ func (e *executor) InboxMarkProcessed(ctx context.Context, keys []driver.Key, ou
 	return nil
 }
 
-func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*driver.Receipt, error) {
+func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*hookinboxtype.Receipt, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
@@ -120,7 +124,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	if err != nil {
 		return nil, err
 	}
-	return driver.ClaimPending(func() ([]*driver.Receipt, error) {
+	return driver.ClaimPending(func() ([]*hookinboxtype.Receipt, error) {
 		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1))
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
@@ -133,7 +137,7 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 	}, driver.ReceiptState)
 }
 
-func (e *executor) InboxExtendLease(ctx context.Context, keys []driver.Key, lease time.Duration) (int, error) {
+func (e *executor) InboxExtendLease(ctx context.Context, keys []hookinboxtype.Key, lease time.Duration) (int, error) {
 	total := 0
 	err := e.inTx(ctx, func(q dbtx) error {
 		for _, k := range keys {
@@ -168,7 +172,7 @@ func (e *executor) InboxRecordFailure(ctx context.Context, p *driver.InboxFailur
 	return nil
 }
 
-func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha []byte) ([]byte, bool, error) {
+func (e *executor) InboxNoteDuplicate(ctx context.Context, key hookinboxtype.Key, sha []byte) ([]byte, bool, error) {
 	if len(sha) == 0 {
 		return nil, false, nil
 	}
@@ -183,7 +187,7 @@ func (e *executor) InboxNoteDuplicate(ctx context.Context, key driver.Key, sha [
 	return stored, true, nil
 }
 
-func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receipt, error) {
+func (e *executor) InboxGet(ctx context.Context, key hookinboxtype.Key) (*hookinboxtype.Receipt, error) {
 	r, err := scanReceipt(e.db.QueryRowContext(ctx, sqlInboxGet, key.Provider, key.Endpoint, key.EventID))
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading receipt: %w", err))
@@ -191,7 +195,7 @@ func (e *executor) InboxGet(ctx context.Context, key driver.Key) (*driver.Receip
 	return r, nil
 }
 
-func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*driver.Receipt, error) {
+func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]*hookinboxtype.Receipt, error) {
 	rows, err := e.db.QueryContext(ctx, sqlInboxList, p.Endpoint, p.NeedsReview, p.Unprocessed, p.Limit, p.Conflicts)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing receipts: %w", err))
@@ -355,8 +359,8 @@ type scanner interface {
 }
 
 // scanReceipt scans the column list shared by the receipt queries; no row is nil.
-func scanReceipt(row scanner) (*driver.Receipt, error) {
-	var r driver.Receipt
+func scanReceipt(row scanner) (*hookinboxtype.Receipt, error) {
+	var r hookinboxtype.Receipt
 	var payload string
 	var received, available int64
 	var processed sql.NullInt64
@@ -411,9 +415,9 @@ func fromNullMicros(us sql.NullInt64) *time.Time {
 }
 
 // jsonList binds a list of names as one JSON array, read in SQL with json_each.
-func jsonList(names []string) (string, error) {
+func jsonList[S ~string](names []S) (string, error) {
 	if names == nil {
-		names = []string{}
+		names = []S{}
 	}
 	b, err := json.Marshal(names)
 	if err != nil {

@@ -7,9 +7,8 @@ import (
 	"fmt"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
-
-var _ driver.BackfillStore = (*executor)(nil)
 
 // The backfill's SQL (schema version 5).
 const (
@@ -74,7 +73,7 @@ func (e *executor) BackfillAdvance(ctx context.Context, p *driver.BackfillAdvanc
 	return translate(err)
 }
 
-func (e *executor) InboxOrigin(ctx context.Context, key driver.Key) (string, error) {
+func (e *executor) InboxOrigin(ctx context.Context, key hookinboxtype.Key) (string, error) {
 	var origin string
 	err := e.db.QueryRowContext(ctx, sqlInboxOrigin, key.Provider, key.Endpoint, key.EventID).Scan(&origin)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // OutboxClaim claims in one write transaction: the rows take their tokens from the
 // counter, then the counter moves past them, so no later claim reuses a token. Messages
 // the claim put to review are committed as such and not returned.
-func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*driver.OutboxMessage, error) {
+func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams) ([]*hookinboxtype.OutboxMessage, error) {
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
@@ -21,13 +22,13 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if err != nil {
 		return nil, err
 	}
-	return driver.ClaimPending(func() ([]*driver.OutboxMessage, error) {
+	return driver.ClaimPending(func() ([]*hookinboxtype.OutboxMessage, error) {
 		return e.outboxClaimOnce(ctx, p, destinations)
 	}, driver.MessageState)
 }
 
-func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams, destinations string) ([]*driver.OutboxMessage, error) {
-	var msgs []*driver.OutboxMessage
+func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams, destinations string) ([]*hookinboxtype.OutboxMessage, error) {
+	var msgs []*hookinboxtype.OutboxMessage
 	err := e.inTx(ctx, func(q dbtx) error {
 		rows, err := q.QueryContext(ctx, sqlOutboxClaim, p.Limit, p.Lease.Microseconds(), p.MaxAttempts, destinations)
 		if err != nil {
@@ -38,7 +39,7 @@ func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimPar
 		}
 		var largest int64
 		for _, m := range msgs {
-			largest = max(largest, m.ClaimToken)
+			largest = max(largest, m.FencingToken)
 		}
 		if largest == 0 {
 			return nil
@@ -83,7 +84,7 @@ func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFail
 	return nil
 }
 
-func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*driver.OutboxMessage, error) {
+func (e *executor) OutboxList(ctx context.Context, p *driver.OutboxListParams) ([]*hookinboxtype.OutboxMessage, error) {
 	rows, err := e.db.QueryContext(ctx, sqlOutboxList, p.NeedsReview, p.Pending, p.Limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error listing outbox messages: %w", err))
@@ -185,14 +186,14 @@ func (e *executor) EffectRelease(ctx context.Context, key string, token int64) e
 	return nil
 }
 
-func scanOutboxMessage(row scanner) (*driver.OutboxMessage, error) {
-	var m driver.OutboxMessage
+func scanOutboxMessage(row scanner) (*hookinboxtype.OutboxMessage, error) {
+	var m hookinboxtype.OutboxMessage
 	var payload string
 	var created int64
 	var published sql.NullInt64
 	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &payload,
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
-		&created, &m.Attempts, &m.MaxAttempts, &m.ClaimToken, &m.LastError, &published, &m.State, &m.TraceParent)
+		&created, &m.Attempts, &m.MaxAttempts, &m.FencingToken, &m.LastError, &published, &m.State, &m.TraceParent)
 	if err != nil {
 		return nil, err
 	}

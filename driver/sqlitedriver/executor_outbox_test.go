@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The Executor's outbox and effect methods, each against its documentation in
@@ -30,7 +31,7 @@ func (b *bundle) insertOutbox(t *testing.T, destination string, n int) []int64 {
 	return ids
 }
 
-func (b *bundle) claimOutbox(t *testing.T, p driver.OutboxClaimParams) []*driver.OutboxMessage {
+func (b *bundle) claimOutbox(t *testing.T, p driver.OutboxClaimParams) []*hookinboxtype.OutboxMessage {
 	t.Helper()
 	msgs, err := b.ex.OutboxClaim(b.ctx, &p)
 	if err != nil {
@@ -73,11 +74,11 @@ func TestOutboxClaim_ByDestinationLimitAndAttemptsWithGrowingTokens(t *testing.T
 	}
 	var last int64
 	for _, m := range append(first, second...) {
-		if m.Destination != "" || m.Attempts != 1 || m.MaxAttempts != 2 || m.State != driver.StatePending ||
-			m.ClaimToken <= last || m.Source.EventID == "" || string(m.Payload) == "" {
+		if m.Destination != "" || m.Attempts != 1 || m.MaxAttempts != 2 || m.State != hookinboxtype.StatePending ||
+			m.FencingToken <= last || m.Source.EventID == "" || string(m.Payload) == "" {
 			t.Fatalf("message %+v after token %d", m, last)
 		}
-		last = m.ClaimToken
+		last = m.FencingToken
 	}
 
 	b.expireOutboxLeases(t)
@@ -86,8 +87,8 @@ func TestOutboxClaim_ByDestinationLimitAndAttemptsWithGrowingTokens(t *testing.T
 		t.Fatalf("after the leases: claimed %d, want 5", len(again))
 	}
 	for _, m := range again {
-		if m.ClaimToken <= last {
-			t.Fatalf("token %d not larger than every earlier one (%d)", m.ClaimToken, last)
+		if m.FencingToken <= last {
+			t.Fatalf("token %d not larger than every earlier one (%d)", m.FencingToken, last)
 		}
 	}
 	b.expireOutboxLeases(t)
@@ -120,7 +121,7 @@ func TestOutboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.
 		t.Fatalf("claimed %d, want 2", len(claimed))
 	}
 	failed := claimed[0]
-	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: failed.ID, ClaimToken: failed.ClaimToken, Error: "refused"}); err != nil {
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: failed.ID, ClaimToken: failed.FencingToken, Error: "refused"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE id = ?1 AND state = 'needs_review' AND last_error = 'refused'`, failed.ID); n != 1 {
@@ -136,11 +137,11 @@ func TestOutboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.
 		t.Fatalf("needs review: %+v %v, want both", msgs, err)
 	}
 	for _, m := range msgs {
-		if m.State != driver.StateNeedsReview || m.Attempts != 1 || m.MaxAttempts != 1 {
+		if m.State != hookinboxtype.StateNeedsReview || m.Attempts != 1 || m.MaxAttempts != 1 {
 			t.Fatalf("in review: %+v", m)
 		}
 	}
-	if ok, err := b.ex.OutboxMarkPublished(b.ctx, failed.ID, failed.ClaimToken); err != nil || ok {
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, failed.ID, failed.FencingToken); err != nil || ok {
 		t.Fatalf("publish of a message in review: %v %v, want false", ok, err)
 	}
 	if n, err := b.ex.OutboxRetry(b.ctx, &driver.OutboxRetryParams{NeedsReview: true}); err != nil || n != 2 {
@@ -161,8 +162,8 @@ func TestOutboxClaim_TokensGrowAfterDeletes(t *testing.T) {
 	first := b.claimOutbox(t, p)[0]
 	b.exec(t, `DELETE FROM hookinbox_outbox`)
 	b.insertOutbox(t, "", 1)
-	if second := b.claimOutbox(t, p)[0]; second.ClaimToken <= first.ClaimToken {
-		t.Fatalf("token %d after deleting token %d", second.ClaimToken, first.ClaimToken)
+	if second := b.claimOutbox(t, p)[0]; second.FencingToken <= first.FencingToken {
+		t.Fatalf("token %d after deleting token %d", second.FencingToken, first.FencingToken)
 	}
 }
 
@@ -177,27 +178,27 @@ func TestOutboxMarkPublished_StaleTokenChangesNothing(t *testing.T) {
 	b.expireOutboxLeases(t)
 	current := b.claimOutbox(t, p)[0]
 
-	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: stale.ClaimToken, Error: "late", Delay: time.Hour}); err != nil {
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: stale.FencingToken, Error: "late", Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, stale.ClaimToken); err != nil || ok {
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, stale.FencingToken); err != nil || ok {
 		t.Fatalf("stale publish: %v %v, want false", ok, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE last_error IS NULL AND state = 'pending' AND claim_token = ?1`, current.ClaimToken); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE last_error IS NULL AND state = 'pending' AND claim_token = ?1`, current.FencingToken); n != 1 {
 		t.Fatal("the stale token changed the message")
 	}
 
-	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: current.ClaimToken, Error: "refused", Delay: 0}); err != nil {
+	if err := b.ex.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: current.FencingToken, Error: "refused", Delay: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.ClaimToken); err != nil || !ok {
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.FencingToken); err != nil || !ok {
 		t.Fatalf("current publish: %v %v, want true", ok, err)
 	}
-	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.ClaimToken); err != nil || ok {
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, id, current.FencingToken); err != nil || ok {
 		t.Fatalf("second publish: %v %v, want false", ok, err)
 	}
 	msgs, err := b.ex.OutboxList(b.ctx, &driver.OutboxListParams{Limit: 10})
-	if err != nil || len(msgs) != 1 || msgs[0].PublishedAt == nil || msgs[0].State != driver.StatePublished || msgs[0].LastError != "" {
+	if err != nil || len(msgs) != 1 || msgs[0].PublishedAt == nil || msgs[0].State != hookinboxtype.StatePublished || msgs[0].LastError != "" {
 		t.Fatalf("after publish: %+v %v", msgs, err)
 	}
 }
@@ -341,8 +342,8 @@ func TestTokens_SharedCounterOnlyGrows(t *testing.T) {
 	e1 := b.claimEffect(t, "webhook:evt_1:a")
 	m := b.claimOutbox(t, driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5})[0]
 	e2 := b.claimEffect(t, "webhook:evt_1:b")
-	if !(e1.Token < m.ClaimToken && m.ClaimToken < e2.Token) {
-		t.Fatalf("tokens %d, %d, %d, want increasing", e1.Token, m.ClaimToken, e2.Token)
+	if !(e1.Token < m.FencingToken && m.FencingToken < e2.Token) {
+		t.Fatalf("tokens %d, %d, %d, want increasing", e1.Token, m.FencingToken, e2.Token)
 	}
 }
 
@@ -354,7 +355,7 @@ func TestDeleteOld_PublishedMessagesAndRecordedEffects(t *testing.T) {
 	for _, id := range []string{"evt_1", "evt_2"} {
 		if _, err := b.ex.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: id, EventType: "x", Payload: []byte(`{}`),
-			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: id},
+			Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: id},
 		}); err != nil {
 			t.Fatal(err)
 		}

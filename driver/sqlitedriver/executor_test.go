@@ -8,12 +8,13 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The Executor's inbox methods, each against its documentation in driver/driver.go.
 
-func key(id string) driver.Key {
-	return driver.Key{Provider: "stripe", Endpoint: "async", EventID: id}
+func key(id string) hookinboxtype.Key {
+	return hookinboxtype.Key{Provider: "stripe", Endpoint: "async", EventID: id}
 }
 
 func payload(id string) []byte {
@@ -41,7 +42,7 @@ func (b *bundle) insert(t *testing.T, p *driver.InboxInsertParams) {
 	}
 }
 
-func (b *bundle) get(t *testing.T, k driver.Key) *driver.Receipt {
+func (b *bundle) get(t *testing.T, k hookinboxtype.Key) *hookinboxtype.Receipt {
 	t.Helper()
 	r, err := b.ex.InboxGet(b.ctx, k)
 	if err != nil {
@@ -51,7 +52,7 @@ func (b *bundle) get(t *testing.T, k driver.Key) *driver.Receipt {
 }
 
 // age moves a receipt's times back by d, as if it had been received d earlier.
-func (b *bundle) age(t *testing.T, k driver.Key, d time.Duration) {
+func (b *bundle) age(t *testing.T, k hookinboxtype.Key, d time.Duration) {
 	t.Helper()
 	b.exec(t, `UPDATE hookinbox_inbox
 		SET received_at = received_at - ?4, available_at = available_at - ?4, processed_at = processed_at - ?4
@@ -71,7 +72,7 @@ func TestInboxInsert_SecondCopyIsADuplicate(t *testing.T) {
 	}
 	r := b.get(t, key("evt_1"))
 	if r == nil || r.EventType != "invoice.paid" || string(r.Payload) != string(p.Payload) || r.Attempts != 0 ||
-		r.ProcessedAt != nil || r.Outcome != "" || r.LastError != "" || r.State != driver.StatePending || r.MaxAttempts != 5 {
+		r.ProcessedAt != nil || r.Outcome != "" || r.LastError != "" || r.State != hookinboxtype.StatePending || r.MaxAttempts != 5 {
 		t.Fatalf("receipt %+v", r)
 	}
 	if r.ReceivedAt.Before(before) || r.ReceivedAt.After(time.Now().Add(time.Second)) || !r.AvailableAt.Equal(r.ReceivedAt) {
@@ -89,15 +90,15 @@ func TestInboxInsert_ProcessedAndFailedOnce(t *testing.T) {
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_spent"), Attempts: 1, LastError: "boom", Delay: time.Hour, MaxAttempts: 1})
 
 	done := b.get(t, key("evt_done"))
-	if done.ProcessedAt == nil || done.Outcome != "processed" || done.State != driver.StateProcessed {
+	if done.ProcessedAt == nil || done.Outcome != "processed" || done.State != hookinboxtype.StateProcessed {
 		t.Fatalf("processed insert: %+v", done)
 	}
 	failed := b.get(t, key("evt_failed"))
-	if failed.ProcessedAt != nil || failed.Attempts != 1 || failed.LastError != "boom" || failed.State != driver.StatePending ||
+	if failed.ProcessedAt != nil || failed.Attempts != 1 || failed.LastError != "boom" || failed.State != hookinboxtype.StatePending ||
 		failed.MaxAttempts != 3 || failed.AvailableAt.Sub(failed.ReceivedAt) != time.Hour {
 		t.Fatalf("failed insert: %+v (available after %s)", failed, failed.AvailableAt.Sub(failed.ReceivedAt))
 	}
-	if spent := b.get(t, key("evt_spent")); spent.State != driver.StateNeedsReview || spent.Attempts != 1 || spent.MaxAttempts != 1 {
+	if spent := b.get(t, key("evt_spent")); spent.State != hookinboxtype.StateNeedsReview || spent.Attempts != 1 || spent.MaxAttempts != 1 {
 		t.Fatalf("insert after the only attempt failed: %+v, want needs review", spent)
 	}
 }
@@ -176,7 +177,7 @@ func TestInboxLockUnprocessed_NilWhenNotPendingOrAbsent(t *testing.T) {
 		if err != nil || (r != nil) != want {
 			t.Errorf("%s: %+v %v, want found=%v", id, r, err, want)
 		}
-		if r != nil && (r.Key != key(id) || string(r.Payload) != string(payload(id)) || r.State != driver.StatePending) {
+		if r != nil && (r.Key != key(id) || string(r.Payload) != string(payload(id)) || r.State != hookinboxtype.StatePending) {
 			t.Errorf("%s: %+v", id, r)
 		}
 	}
@@ -186,11 +187,11 @@ func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 1, LastError: "boom"})
-	if err := b.ex.InboxMarkProcessed(b.ctx, []driver.Key{key("evt_1")}, "processed", nil); err != nil {
+	if err := b.ex.InboxMarkProcessed(b.ctx, []hookinboxtype.Key{key("evt_1")}, "processed", nil); err != nil {
 		t.Fatal(err)
 	}
 	r := b.get(t, key("evt_1"))
-	if r.ProcessedAt == nil || r.Outcome != "processed" || r.LastError != "" || r.State != driver.StateProcessed {
+	if r.ProcessedAt == nil || r.Outcome != "processed" || r.LastError != "" || r.State != hookinboxtype.StateProcessed {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -198,7 +199,7 @@ func TestInboxMarkProcessed_SetsOutcomeAndClearsLastError(t *testing.T) {
 func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	other := driver.Key{Provider: "stripe", Endpoint: "other", EventID: "evt_other"}
+	other := hookinboxtype.Key{Provider: "stripe", Endpoint: "other", EventID: "evt_other"}
 	b.insert(t, &driver.InboxInsertParams{Key: other})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_new")})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_old")})
@@ -221,7 +222,7 @@ func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) 
 		if r == nil {
 			break
 		}
-		if r.Attempts != 1 || r.MaxAttempts != 3 || r.State != driver.StatePending || r.AvailableAt.Before(time.Now().Add(30*time.Second)) {
+		if r.Attempts != 1 || r.MaxAttempts != 3 || r.State != hookinboxtype.StatePending || r.AvailableAt.Before(time.Now().Add(30*time.Second)) {
 			t.Fatalf("claimed %s: attempts=%d max_attempts=%d state=%s available_at=%v, want 1, 3, pending and leased for a minute",
 				r.EventID, r.Attempts, r.MaxAttempts, r.State, r.AvailableAt)
 		}
@@ -235,7 +236,7 @@ func TestInboxClaim_OldestAvailableOfItsEndpointsCountsTheAttempt(t *testing.T) 
 	}
 	// The oldest, evt_spent, had used the worker's 3 attempts: the first claim put it
 	// to review, without counting an attempt, and went on to evt_old.
-	if r := b.get(t, key("evt_spent")); r.State != driver.StateNeedsReview || r.Attempts != 3 || r.MaxAttempts != 3 {
+	if r := b.get(t, key("evt_spent")); r.State != hookinboxtype.StateNeedsReview || r.Attempts != 3 || r.MaxAttempts != 3 {
 		t.Fatalf("receipt at max attempts: %+v, want needs review with its 3 attempts", r)
 	}
 }
@@ -249,7 +250,7 @@ func TestInboxClaim_WorkerThatDiedOnTheLastAttemptLeavesItToReview(t *testing.T)
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1")})
 	p := &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 1}
 	r, err := claimOne(b.ctx, b.ex, p)
-	if err != nil || r == nil || r.Attempts != 1 || r.State != driver.StatePending {
+	if err != nil || r == nil || r.Attempts != 1 || r.State != hookinboxtype.StatePending {
 		t.Fatalf("first claim: %+v %v", r, err)
 	}
 	// The worker dies without recording anything; its lease lapses.
@@ -257,7 +258,7 @@ func TestInboxClaim_WorkerThatDiedOnTheLastAttemptLeavesItToReview(t *testing.T)
 	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r != nil {
 		t.Fatalf("claim after the last attempt's lease: %+v %v, want none", r, err)
 	}
-	if r := b.get(t, key("evt_1")); r.State != driver.StateNeedsReview || r.Attempts != 1 || r.MaxAttempts != 1 {
+	if r := b.get(t, key("evt_1")); r.State != hookinboxtype.StateNeedsReview || r.Attempts != 1 || r.MaxAttempts != 1 {
 		t.Fatalf("%+v, want needs review with its one attempt", r)
 	}
 	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r != nil {
@@ -277,14 +278,14 @@ func TestInboxRecordFailure_OnlyWhilePending(t *testing.T) {
 		}
 	}
 	pending := b.get(t, key("evt_pending"))
-	if pending.LastError != "boom" || pending.State != driver.StatePending || pending.AvailableAt.Sub(pending.ReceivedAt) < 59*time.Minute {
+	if pending.LastError != "boom" || pending.State != hookinboxtype.StatePending || pending.AvailableAt.Sub(pending.ReceivedAt) < 59*time.Minute {
 		t.Fatalf("pending: %+v", pending)
 	}
 	done := b.get(t, key("evt_done"))
-	if done.LastError != "" || done.State != driver.StateProcessed || !done.AvailableAt.Equal(done.ReceivedAt) {
+	if done.LastError != "" || done.State != hookinboxtype.StateProcessed || !done.AvailableAt.Equal(done.ReceivedAt) {
 		t.Fatalf("processed receipt changed: %+v", done)
 	}
-	if review := b.get(t, key("evt_review")); review.LastError != "first" || review.State != driver.StateNeedsReview {
+	if review := b.get(t, key("evt_review")); review.LastError != "first" || review.State != hookinboxtype.StateNeedsReview {
 		t.Fatalf("receipt in review changed: %+v", review)
 	}
 }
@@ -304,9 +305,9 @@ func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T
 		if err := b.ex.InboxRecordFailure(b.ctx, &driver.InboxFailureParams{Key: key("evt_1"), Error: fmt.Sprintf("boom %d", attempt)}); err != nil {
 			t.Fatal(err)
 		}
-		want := driver.StatePending
+		want := hookinboxtype.StatePending
 		if attempt == 2 {
-			want = driver.StateNeedsReview
+			want = hookinboxtype.StateNeedsReview
 		}
 		if r := b.get(t, key("evt_1")); r.State != want || r.LastError != fmt.Sprintf("boom %d", attempt) {
 			t.Fatalf("after failed attempt %d: %+v, want %s", attempt, r, want)
@@ -320,7 +321,7 @@ func TestInboxRecordFailure_OnTheLastAttemptNeedsReviewUntilRetried(t *testing.T
 	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &k}); err != nil || n != 1 {
 		t.Fatalf("retry: %d %v", n, err)
 	}
-	if r := b.get(t, k); r.State != driver.StatePending || r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) {
+	if r := b.get(t, k); r.State != hookinboxtype.StatePending || r.Attempts != 0 || r.AvailableAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("after retry: %+v, want pending and available with no attempts", r)
 	}
 	if r, err := claimOne(b.ctx, b.ex, p); err != nil || r == nil || r.Attempts != 1 {
@@ -342,7 +343,7 @@ func TestInboxList_NewestFirstWithFilters(t *testing.T) {
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Processed: true, Outcome: "processed"})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_2"), Attempts: 5, MaxAttempts: 5})
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_3")})
-	b.insert(t, &driver.InboxInsertParams{Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_4"}, Processed: true, Outcome: "ignored"})
+	b.insert(t, &driver.InboxInsertParams{Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_4"}, Processed: true, Outcome: "ignored"})
 	for name, tc := range map[string]struct {
 		p    driver.InboxListParams
 		want string
@@ -403,7 +404,7 @@ func TestInboxRetry_OneKeyOrEveryNeedingReview(t *testing.T) {
 	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{Key: &k}); err != nil || n != 1 {
 		t.Fatalf("retry one: %d %v", n, err)
 	}
-	if r := b.get(t, k); r.Attempts != 0 || r.State != driver.StatePending || r.AvailableAt.After(time.Now().Add(time.Second)) || r.LastError != "boom" {
+	if r := b.get(t, k); r.Attempts != 0 || r.State != hookinboxtype.StatePending || r.AvailableAt.After(time.Now().Add(time.Second)) || r.LastError != "boom" {
 		t.Fatalf("after retry: %+v", r)
 	}
 	done := key("evt_done")
@@ -413,13 +414,13 @@ func TestInboxRetry_OneKeyOrEveryNeedingReview(t *testing.T) {
 	if n, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{NeedsReview: true}); err != nil || n != 1 {
 		t.Fatalf("retry needs review: %d %v, want evt_2 only", n, err)
 	}
-	if r := b.get(t, key("evt_2")); r.Attempts != 0 || r.State != driver.StatePending {
+	if r := b.get(t, key("evt_2")); r.Attempts != 0 || r.State != hookinboxtype.StatePending {
 		t.Fatalf("evt_2 after retry: %+v", r)
 	}
 	if r := b.get(t, key("evt_3")); r.Attempts != 1 {
 		t.Fatalf("evt_3 reset: %+v", r)
 	}
-	if r := b.get(t, done); r.State != driver.StateProcessed {
+	if r := b.get(t, done); r.State != hookinboxtype.StateProcessed {
 		t.Fatalf("processed receipt retried: %+v", r)
 	}
 	if _, err := b.ex.InboxRetry(b.ctx, &driver.InboxRetryParams{}); err == nil {

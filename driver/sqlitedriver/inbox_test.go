@@ -11,8 +11,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
-	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -122,7 +122,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	b, inbox := setupInbox(t, inboxOpts{noBilling: true})
 	inbox.Handle(epAsync, "invoice.paid", countingHandler)
 	receive(t, inbox, invoiceEvent(epAsync, "evt_1", "invoice.paid", "in_1", 1))
-	k := driver.Key{Provider: "stripe", Endpoint: epAsync, EventID: "evt_1"}
+	k := hookinboxtype.Key{Provider: "stripe", Endpoint: epAsync, EventID: "evt_1"}
 
 	first, err := inbox.Driver().Begin(b.ctx)
 	if err != nil {
@@ -149,7 +149,7 @@ func TestWorker_SecondWorkerWaitsForTheFirstAndFindsItProcessed(t *testing.T) {
 	if err := countingHandler(b.ctx, first.Native(), hookinbox.Event{ID: "evt_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.InboxMarkProcessed(b.ctx, []driver.Key{k}, "processed", nil); err != nil {
+	if err := first.InboxMarkProcessed(b.ctx, []hookinboxtype.Key{k}, "processed", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Commit(b.ctx); err != nil {

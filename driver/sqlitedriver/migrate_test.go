@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 func TestMigrate_TwiceIsANoOp(t *testing.T) {
@@ -299,12 +300,12 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 	}
 
 	ex := d.Executor()
-	for id, state := range map[string]string{"evt_done": driver.StateProcessed, "evt_pending": driver.StatePending, "evt_spent": driver.StateNeedsReview} {
+	for id, state := range map[string]hookinboxtype.State{"evt_done": hookinboxtype.StateProcessed, "evt_pending": hookinboxtype.StatePending, "evt_spent": hookinboxtype.StateNeedsReview} {
 		endpoint := "async"
 		if id == "evt_done" {
 			endpoint = "billing"
 		}
-		r, err := ex.InboxGet(ctx, driver.Key{Provider: "stripe", Endpoint: endpoint, EventID: id})
+		r, err := ex.InboxGet(ctx, hookinboxtype.Key{Provider: "stripe", Endpoint: endpoint, EventID: id})
 		if err != nil || r == nil || r.State != state || r.MaxAttempts != 0 || string(r.Payload) != fmt.Sprintf(`{"id":%q}`, id) {
 			t.Errorf("%s: %+v %v, want %s", id, r, err, state)
 		}
@@ -334,7 +335,7 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 	// payload that is not JSON is still refused (under the check's old name), the
 	// claim counter and the outbox's ids carry on past the old ones.
 	inserted, err := ex.InboxInsert(ctx, &driver.InboxInsertParams{
-		Key: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_done"}, EventType: "invoice.paid",
+		Key: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_done"}, EventType: "invoice.paid",
 		Payload: []byte(`{"id":"evt_done"}`), MaxAttempts: 10,
 	})
 	if err != nil || inserted {
@@ -350,7 +351,7 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 		t.Fatalf("new outbox id %d (%v), want 4: never one used before", id, err)
 	}
 	msgs, err := ex.OutboxClaim(ctx, &driver.OutboxClaimParams{Destinations: []string{"nats"}, Limit: 10, Lease: time.Minute, MaxAttempts: 20})
-	if err != nil || len(msgs) != 1 || msgs[0].ID != 2 || msgs[0].ClaimToken <= 7 {
+	if err != nil || len(msgs) != 1 || msgs[0].ID != 2 || msgs[0].FencingToken <= 7 {
 		t.Fatalf("outbox claim %+v %v, want message 2 with a token past 7", msgs, err)
 	}
 	r, err := claimOne(ctx, ex, &driver.InboxClaimParams{Endpoints: []string{"async"}, Lease: time.Minute, MaxAttempts: 10})

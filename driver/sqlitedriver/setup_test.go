@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // bundle is one test's world: its own database file, migrated, and a driver on it.
@@ -69,7 +70,7 @@ func (b *bundle) exec(t testing.TB, query string, args ...any) {
 }
 
 // claimOne claims at most one receipt, as a worker with a batch size of 1 does.
-func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*driver.Receipt, error) {
+func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParams) (*hookinboxtype.Receipt, error) {
 	q := *p
 	q.Limit = 1
 	rs, err := ex.InboxClaim(ctx, &q)
@@ -80,8 +81,8 @@ func claimOne(ctx context.Context, ex driver.Executor, p *driver.InboxClaimParam
 }
 
 // lockOne locks one receipt if it is pending, and returns it (nil otherwise).
-func lockOne(ctx context.Context, ex driver.Executor, key driver.Key) (*driver.Receipt, error) {
-	rs, err := ex.InboxLockUnprocessed(ctx, []driver.Key{key})
+func lockOne(ctx context.Context, ex driver.Executor, key hookinboxtype.Key) (*hookinboxtype.Receipt, error) {
+	rs, err := ex.InboxLockUnprocessed(ctx, []hookinboxtype.Key{key})
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}

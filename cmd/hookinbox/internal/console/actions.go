@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // maxForm bounds an action's form.
@@ -57,7 +58,7 @@ func (c *Console) apply(w http.ResponseWriter, r *http.Request, a *driver.Consol
 	return n, true
 }
 
-func eventTarget(k driver.Key) string {
+func eventTarget(k hookinboxtype.Key) string {
 	return "event " + k.Provider + "/" + k.Endpoint + "/" + k.EventID
 }
 
@@ -126,7 +127,7 @@ func (c *Console) bulkFilter(q url.Values) (string, *driver.ReceiptFilter, error
 		return "", nil, err
 	}
 	if !slices.Contains(actionable, f.State) {
-		return "", nil, fmt.Errorf("state: a bulk action needs state %s or %s", driver.StateNeedsReview, driver.StatePending)
+		return "", nil, fmt.Errorf("state: a bulk action needs state %s or %s", hookinboxtype.StateNeedsReview, hookinboxtype.StatePending)
 	}
 	if f.EventID != "" || f.After != nil {
 		return "", nil, fmt.Errorf("a bulk action takes a filter, not an event id or a cursor")
@@ -184,7 +185,7 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request) {
 	}
 	a := &driver.ConsoleAction{
 		Action: action, Target: fmt.Sprintf("%d confirmed of %s", expect, describe(f)), Note: n,
-		Filter: f, Limit: expect, FromStates: []string{f.State},
+		Filter: f, Limit: expect, FromStates: []hookinboxtype.State{f.State},
 	}
 	if _, ok := c.apply(w, r, a); !ok {
 		return

@@ -14,24 +14,24 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // unguarded is a broken variant of the console's queries: a bulk action that takes
 // its filter alone, without the confirmed count or the state it was shown in.
 type unguarded struct {
 	driver.Executor
-	driver.ConsoleExecutor
 }
 
 func (u *unguarded) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (int, error) {
 	if a.Filter != nil {
-		a.Limit, a.FromStates = 1<<30, []string{driver.StatePending, driver.StateNeedsReview}
+		a.Limit, a.FromStates = 1<<30, []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview}
 	}
-	return u.ConsoleExecutor.ConsoleApply(ctx, a)
+	return u.Executor.ConsoleApply(ctx, a)
 }
 
 func breakGuard(e driver.Executor) driver.Executor {
-	return &unguarded{Executor: e, ConsoleExecutor: e.(driver.ConsoleExecutor)}
+	return &unguarded{Executor: e}
 }
 
 var confirmCount = regexp.MustCompile(`<strong id="count">(\d+)</strong>`)
@@ -68,7 +68,7 @@ func retryGroupURL(t *testing.T, c *client) string {
 
 func lastAudit(t *testing.T, b *bundle) *driver.AuditEntry {
 	t.Helper()
-	list, err := b.exec.(driver.ConsoleExecutor).ConsoleAudit(b.ctx, 0, 1)
+	list, err := b.exec.ConsoleAudit(b.ctx, 0, 1)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("audit: %v %v", list, err)
 	}
@@ -188,7 +188,7 @@ func TestConsole_RetryAndResolveOneEventAndRetryAnOutboxMessage(t *testing.T) {
 		seedReview(t, b, 2, 0)
 		id, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: "in_1", EventType: "InvoicePaid", Payload: []byte(`{}`),
-			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
+			Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +238,7 @@ func TestConsole_InboxPagesVisitEveryReceiptOnce(t *testing.T) {
 		ps := make([]*driver.InboxInsertParams, 0, 130)
 		for i := range 130 {
 			ps = append(ps, &driver.InboxInsertParams{
-				Key:       driver.Key{Provider: "stripe", Endpoint: "billing", EventID: fmt.Sprintf("evt_%03d", i)},
+				Key:       hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: fmt.Sprintf("evt_%03d", i)},
 				EventType: "invoice.paid", Payload: []byte(`{}`), Processed: true, Outcome: "processed",
 			})
 		}
@@ -352,12 +352,12 @@ func TestConsole_MessagePageShowsEveryFencedDelivery(t *testing.T) {
 		b := setup(t, name)
 		id, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: "in_1", EventType: "InvoicePaid", Payload: []byte(`{}`),
-			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_1"},
+			Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_1"},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		claim := func() *driver.OutboxMessage {
+		claim := func() *hookinboxtype.OutboxMessage {
 			t.Helper()
 			msgs, err := b.exec.OutboxClaim(b.ctx, &driver.OutboxClaimParams{Destinations: []string{""}, Limit: 1, Lease: time.Minute, MaxAttempts: 5})
 			if err != nil || len(msgs) != 1 {
@@ -366,14 +366,14 @@ func TestConsole_MessagePageShowsEveryFencedDelivery(t *testing.T) {
 			return msgs[0]
 		}
 		first := claim()
-		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.ClaimToken, Error: "sink answered 503"}); err != nil {
+		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.FencingToken, Error: "sink answered 503"}); err != nil {
 			t.Fatal(err)
 		}
 		second := claim()
-		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.ClaimToken, Error: "late and stale"}); err != nil {
+		if err := b.exec.OutboxRecordFailure(b.ctx, &driver.OutboxFailureParams{ID: id, ClaimToken: first.FencingToken, Error: "late and stale"}); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := b.exec.OutboxMarkPublished(b.ctx, id, second.ClaimToken); err != nil || !ok {
+		if ok, err := b.exec.OutboxMarkPublished(b.ctx, id, second.FencingToken); err != nil || !ok {
 			t.Fatalf("publish: %v %v", ok, err)
 		}
 		if n := b.count(t, `SELECT count(*) FROM hookinbox_delivery WHERE outbox_id = $1`, id); n != 2 {

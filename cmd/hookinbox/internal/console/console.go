@@ -128,14 +128,10 @@ type Console struct {
 	broken map[string]bool
 }
 
-// New returns the console on exec, which must also implement driver.ConsoleExecutor
-// (both of hookinbox's drivers do).
+// New returns the console on exec.
 func New(exec driver.Executor, cfg Config) (*Console, error) {
 	cfg.withDefaults()
-	db, ok := exec.(driver.ConsoleExecutor)
-	if !ok {
-		return nil, errors.New("console: the database driver has no console queries")
-	}
+	var db driver.ConsoleExecutor = exec
 	if len(cfg.Tokens) == 0 {
 		return nil, errors.New("console: no access token configured")
 	}

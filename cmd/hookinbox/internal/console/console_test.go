@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // seedReview puts receipts to review through the real workers: n failing with a
@@ -199,7 +200,7 @@ func TestConsole_ReadOnlySessionSeesNoFormsAndIsRefusedEveryAction(t *testing.T)
 		seedReview(t, b, 2, 1)
 		if _, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: "in_1", EventType: "InvoicePaid", Payload: []byte(`{}`),
-			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
+			Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +258,7 @@ func TestConsole_NoPageShowsASecretARedactedFieldOrRawMarkup(t *testing.T) {
 		if _, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: "<b>in_1</b>", EventType: "InvoicePaid",
 			Payload: []byte(fmt.Sprintf(`{"card_number":%q,"note":"<script>alert(2)</script>"}`, cardCanary)),
-			Source:  driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
+			Source:  hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +312,7 @@ func TestConsole_EventPageShowsAttemptsPayloadAndOutbox(t *testing.T) {
 		seedReview(t, b, 1, 0)
 		if _, err := b.exec.OutboxInsert(b.ctx, &driver.OutboxInsertParams{
 			AggregateType: "Invoice", AggregateID: "in_nf_0", EventType: "InvoicePaymentBooked", Payload: []byte(`{"a":1}`),
-			Source: driver.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
+			Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: "evt_nf_0"},
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // states a list may filter on.
-var states = []string{driver.StatePending, driver.StateNeedsReview, driver.StateProcessed, driver.StateDiscarded}
+var states = []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview, hookinboxtype.StateProcessed, hookinboxtype.StateDiscarded}
 
 // actionable are the states a bulk action may start from.
-var actionable = []string{driver.StatePending, driver.StateNeedsReview}
+var actionable = []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview}
 
 // timeForms are the accepted forms of a time in a filter (a datetime-local input, in
 // UTC, or RFC 3339).
@@ -36,7 +37,7 @@ func parseTime(key, s string) (time.Time, error) {
 func (c *Console) receiptFilter(q url.Values) (*driver.ReceiptFilter, error) {
 	f := &driver.ReceiptFilter{
 		Endpoint: q.Get("endpoint"), Provider: q.Get("provider"), EventType: q.Get("type"),
-		State: q.Get("state"), Fingerprint: q.Get("fingerprint"), EventID: q.Get("id"),
+		State: hookinboxtype.State(q.Get("state")), Fingerprint: q.Get("fingerprint"), EventID: q.Get("id"),
 	}
 	if f.State != "" && !slices.Contains(states, f.State) {
 		return nil, fmt.Errorf("state: %q is not one of %v", f.State, states)
@@ -53,13 +54,13 @@ func (c *Console) receiptFilter(q url.Values) (*driver.ReceiptFilter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("after_t: not a cursor")
 		}
-		f.After = &driver.Cursor{ReceivedAt: t, Key: driver.Key{
+		f.After = &driver.Cursor{ReceivedAt: t, Key: hookinboxtype.Key{
 			Provider: q.Get("after_p"), Endpoint: q.Get("after_e"), EventID: q.Get("after_id")}}
 	}
 	if f.EventID != "" {
 		for _, ep := range c.cfg.Endpoints {
 			if (f.Endpoint == "" || f.Endpoint == ep.Name) && (f.Provider == "" || f.Provider == ep.Provider) {
-				f.Keys = append(f.Keys, driver.Key{Provider: ep.Provider, Endpoint: ep.Name})
+				f.Keys = append(f.Keys, hookinboxtype.Key{Provider: ep.Provider, Endpoint: ep.Name})
 			}
 		}
 	}
@@ -77,7 +78,7 @@ func filterQuery(f *driver.ReceiptFilter) url.Values {
 	set("endpoint", f.Endpoint)
 	set("provider", f.Provider)
 	set("type", f.EventType)
-	set("state", f.State)
+	set("state", string(f.State))
 	set("fingerprint", f.Fingerprint)
 	set("id", f.EventID)
 	if !f.Since.IsZero() {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // pages are the parsed templates: each page is layout.html with its own file.
@@ -169,7 +169,7 @@ func isRedacted(key string, redact []string) bool {
 }
 
 // eventURL is the page of one receipt.
-func (c *Console) eventURL(k driver.Key) string {
+func (c *Console) eventURL(k hookinboxtype.Key) string {
 	q := url.Values{"provider": {k.Provider}, "endpoint": {k.Endpoint}, "id": {k.EventID}}
 	return c.cfg.Path + "/event?" + q.Encode()
 }

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/console"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/console"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -200,9 +201,9 @@ func runWorkers[TTx any](t *testing.T, b *bundle, d driver.Driver[TTx], cfg *hoo
 }
 
 // receive stores a pending receipt of endpoint billing with payload.
-func (b *bundle) receive(t *testing.T, id, payload string) driver.Key {
+func (b *bundle) receive(t *testing.T, id, payload string) hookinboxtype.Key {
 	t.Helper()
-	k := driver.Key{Provider: "stripe", Endpoint: "billing", EventID: id}
+	k := hookinboxtype.Key{Provider: "stripe", Endpoint: "billing", EventID: id}
 	if _, err := b.exec.InboxInsert(b.ctx, &driver.InboxInsertParams{
 		Key: k, EventType: "invoice.paid", Payload: []byte(payload), MaxAttempts: 2,
 	}); err != nil {

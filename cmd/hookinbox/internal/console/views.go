@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // pageSize is the rows of one list page.
@@ -81,7 +82,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]reviewRow, len(groups))
 	for i, g := range groups {
-		q := url.Values{"endpoint": {g.Endpoint}, "fingerprint": {g.Fingerprint}, "state": {driver.StateNeedsReview}}
+		q := url.Values{"endpoint": {g.Endpoint}, "fingerprint": {g.Fingerprint}, "state": {string(hookinboxtype.StateNeedsReview)}}
 		rows[i] = reviewRow{ReviewGroup: g, ListURL: c.cfg.Path + "/events?" + q.Encode()}
 		q.Set("action", driver.ActionRetry)
 		rows[i].RetryURL = c.cfg.Path + "/confirm?" + q.Encode()
@@ -92,7 +93,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request) {
 }
 
 type receiptRow struct {
-	*driver.Receipt
+	*hookinboxtype.Receipt
 	URL string
 }
 
@@ -101,7 +102,7 @@ type eventsData struct {
 	Since      string
 	Until      string
 	Endpoints  []Endpoint
-	States     []string
+	States     []hookinboxtype.State
 	Rows       []receiptRow
 	NextURL    string
 	RetryURL   string
@@ -151,12 +152,12 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 }
 
 type messageRow struct {
-	*driver.OutboxMessage
+	*hookinboxtype.OutboxMessage
 	URL string
 }
 
 type eventData struct {
-	Receipt   *driver.Receipt
+	Receipt   *hookinboxtype.Receipt
 	Payload   string
 	Size      int
 	Attempts  []*driver.Attempt
@@ -164,8 +165,8 @@ type eventData struct {
 	Retryable bool
 }
 
-func keyFrom(q url.Values) (driver.Key, error) {
-	k := driver.Key{Provider: q.Get("provider"), Endpoint: q.Get("endpoint"), EventID: q.Get("id")}
+func keyFrom(q url.Values) (hookinboxtype.Key, error) {
+	k := hookinboxtype.Key{Provider: q.Get("provider"), Endpoint: q.Get("endpoint"), EventID: q.Get("id")}
 	if k.Provider == "" || k.Endpoint == "" || k.EventID == "" {
 		return k, fmt.Errorf("provider, endpoint and id are required")
 	}
@@ -212,16 +213,16 @@ func (c *Console) messageURL(id int64) string {
 }
 
 type outboxData struct {
-	State   string
-	States  []string
+	State   hookinboxtype.State
+	States  []hookinboxtype.State
 	Rows    []messageRow
 	NextURL string
 }
 
 func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	state := q.Get("state")
-	if state != "" && !slices.Contains([]string{driver.StatePending, driver.StateNeedsReview, driver.StatePublished, driver.StateDiscarded}, state) {
+	state := hookinboxtype.State(q.Get("state"))
+	if state != "" && !slices.Contains([]hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview, hookinboxtype.StatePublished, hookinboxtype.StateDiscarded}, state) {
 		http.Error(w, "state: not an outbox state", http.StatusBadRequest)
 		return
 	}
@@ -238,14 +239,14 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, "error listing the outbox", err)
 		return
 	}
-	d := &outboxData{State: state, States: []string{driver.StatePending, driver.StateNeedsReview, driver.StatePublished, driver.StateDiscarded}}
+	d := &outboxData{State: state, States: []hookinboxtype.State{hookinboxtype.StatePending, hookinboxtype.StateNeedsReview, hookinboxtype.StatePublished, hookinboxtype.StateDiscarded}}
 	for _, m := range msgs {
 		d.Rows = append(d.Rows, messageRow{OutboxMessage: m, URL: c.messageURL(m.ID)})
 	}
 	if len(msgs) == pageSize {
 		nq := url.Values{"before": {strconv.FormatInt(msgs[len(msgs)-1].ID, 10)}}
 		if state != "" {
-			nq.Set("state", state)
+			nq.Set("state", string(state))
 		}
 		d.NextURL = c.cfg.Path + "/outbox?" + nq.Encode()
 	}
@@ -253,7 +254,7 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 }
 
 type messageData struct {
-	Message    *driver.OutboxMessage
+	Message    *hookinboxtype.OutboxMessage
 	Deliveries []*driver.Delivery
 	Payload    string
 	Size       int

@@ -26,6 +26,7 @@ import (
 	"github.com/hookinbox/hookinbox/backfill"
 	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // Origin is the origin a reconcile records on the receipts of its synthetic events.
@@ -242,10 +243,7 @@ func syntheticID(r Remote) string {
 }
 
 func repair(ctx context.Context, local Local, cfg *Config, drift []Drift) error {
-	store, ok := local.Executor.(driver.BackfillStore)
-	if !ok {
-		return backfill.ErrNoStore
-	}
+	store := local.Executor
 	idOf := syntheticID
 	if cfg.idFunc != nil {
 		idOf = cfg.idFunc
@@ -265,7 +263,7 @@ func repair(ctx context.Context, local Local, cfg *Config, drift []Drift) error 
 		if err != nil {
 			return fmt.Errorf("error encoding the synthetic event of %s: %w", d.Remote.ID, err)
 		}
-		key := driver.Key{Provider: "stripe", Endpoint: cfg.Endpoint, EventID: d.EventID}
+		key := hookinboxtype.Key{Provider: "stripe", Endpoint: cfg.Endpoint, EventID: d.EventID}
 		existing, err := local.Executor.InboxGet(ctx, key)
 		if err != nil {
 			return fmt.Errorf("error reading the receipt of %s: %w", d.EventID, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -59,7 +60,7 @@ func openSinks(cfg *config.Config, obs OutboxObserver, logger *slog.Logger) (*si
 	}
 	build := func(name string, c *config.Sink) outbox.Sink {
 		if c.NATSSubject != "" {
-			return &outbox.NATSSink{JetStream: js, Subject: c.NATSSubject, DuplicateFunc: func(*outbox.Message) {
+			return &outbox.NATSSink{JetStream: js, Subject: c.NATSSubject, DuplicateFunc: func(*hookinboxtype.OutboxMessage) {
 				if obs != nil {
 					obs.OutboxDuplicate(name)
 				}
