@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
 // benchEndpoint is the generated config's endpoint name.

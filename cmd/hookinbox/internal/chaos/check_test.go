@@ -17,8 +17,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
-	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 	"github.com/hookinbox/hookinbox/provider"

@@ -20,10 +20,10 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 

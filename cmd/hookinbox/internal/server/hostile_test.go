@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 

@@ -23,8 +23,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
 )
