@@ -33,7 +33,7 @@ const (
 // as the dispatcher in serve, and so that delivery_timeout can be checked against
 // the lease with the key's name.
 const (
-	DefaultOutboxConcurrency  = 4
+	DefaultOutboxConcurrency  = 16
 	DefaultOutboxLease        = time.Minute
 	DefaultOutboxMaxAttempts  = 20
 	DefaultOutboxPollInterval = time.Second
