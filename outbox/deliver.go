@@ -46,7 +46,7 @@ func (d *Dispatcher) recordFailure(ctx context.Context, dst *destination, m *hoo
 		msg = strings.ToValidUTF8(msg[:2000], "")
 	}
 	delay := d.config.RetryDelayFunc(m.Attempts)
-	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
+	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) && !d.ignoreRetryAfter {
 		after := min(max(ra.After, 0), maxRetryAfter)
 		dst.pause(time.Now().Add(after))
 		delay = max(delay, after)

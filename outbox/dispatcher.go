@@ -44,6 +44,9 @@ type Dispatcher struct {
 	// the moment it could no longer end before its claim's lease: the broken variant
 	// that the fencing test catches (the sink sees a message's tokens go down).
 	deliverLate bool
+	// ignoreRetryAfter, set only by tests, treats a RetryAfterError as any failure:
+	// the broken variant of the Retry-After test.
+	ignoreRetryAfter bool
 }
 
 // NewDispatcher returns a dispatcher on the executor of a driver (Driver.Executor()).
@@ -310,8 +313,25 @@ func (r *round) deliverClaimed(dst *destination, m *hookinboxtype.OutboxMessage,
 		d.tooLate(dst, m)
 		return
 	}
+	if until := dst.resumesAt(time.Now()); !until.IsZero() && !d.ignoreRetryAfter {
+		// The sink asked for a pause (Retry-After) while this message waited for its
+		// turn: wait it out, or give the message back for after it.
+		if until.After(latest) {
+			d.recordFailure(r.work, dst, m, &RetryAfterError{Err: errors.New("not sent: the sink asked to be left alone"), After: time.Until(until)})
+			return
+		}
+		select {
+		case <-time.After(time.Until(until)):
+		case <-r.work.Done():
+			return
+		}
+	}
 	if dst.limiter != nil {
-		wctx, cancel := context.WithDeadline(r.work, latest)
+		waitUntil := latest
+		if d.deliverLate {
+			waitUntil = leaseEnds.Add(time.Hour)
+		}
+		wctx, cancel := context.WithDeadline(r.work, waitUntil)
 		err := dst.limiter.Wait(wctx)
 		cancel()
 		if err != nil {

@@ -33,3 +33,7 @@ func (d *Dispatcher) DeliverAndMarkForTest(ctx context.Context, m *hookinboxtype
 // BreakLeaseCheck makes d start deliveries whose claims' leases may end before they
 // do: the broken variant of the fencing test.
 func (d *Dispatcher) BreakLeaseCheck() { d.deliverLate = true }
+
+// BreakRetryAfter makes d retry a sink that asked to be left alone at its usual
+// delay: the broken variant of the Retry-After test.
+func (d *Dispatcher) BreakRetryAfter() { d.ignoreRetryAfter = true }

@@ -109,6 +109,18 @@ func (b *bundle) runUntil(t *testing.T, done func() bool, ds ...*outbox.Dispatch
 	}
 }
 
+// waitFor waits until cond holds, failing the test after a minute.
+func (b *bundle) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after 60 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (b *bundle) allPublished(t *testing.T) func() bool {
 	return func() bool {
 		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE published_at IS NULL`) == 0

@@ -402,3 +402,59 @@ func TestOutboxInsertMany_InOrderAllOrNone(t *testing.T) {
 		t.Fatalf("outbox %q, want a, b, c to nats and nothing of the failed batch", order)
 	}
 }
+
+func TestOutboxMarkPublishedMany_MarksOnlyCurrentTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertOutbox(t, "", 3)
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 3, Lease: time.Minute, MaxAttempts: 5}
+	stale := b.claimOutbox(t, p)
+	b.expireOutboxLeases(t)
+	current := b.claimOutbox(t, p)
+	if len(stale) != 3 || len(current) != 3 {
+		t.Fatalf("claimed %d then %d, want 3 and 3", len(stale), len(current))
+	}
+	marks := []driver.OutboxMark{
+		{ID: current[0].ID, Token: current[0].FencingToken},
+		{ID: stale[1].ID, Token: stale[1].FencingToken}, // lost its lease
+		{ID: current[2].ID, Token: current[2].FencingToken},
+	}
+	published, err := b.ex.OutboxMarkPublishedMany(b.ctx, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != 2 || published[0] != current[0].ID || published[1] != current[2].ID {
+		t.Fatalf("published %v, want %d and %d", published, current[0].ID, current[2].ID)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'published'`); n != 2 {
+		t.Fatalf("%d published, want 2", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM hookinbox_delivery`); n != 2 {
+		t.Fatalf("%d deliveries in the history, want 2", n)
+	}
+}
+
+func TestOutboxClaim_LimitsPerDestinationAndOrderedKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertOutbox(t, "a", 3)
+	b.insertOutbox(t, "b", 3)
+	for range 2 { // a second message of in_0, in_1, in_2 for the ordered destination
+		b.insertOutbox(t, "b", 3)
+	}
+	p := driver.OutboxClaimParams{Destinations: []string{"a", "b"}, Limits: []int{2, 9}, Ordered: []string{"b"},
+		Lease: time.Minute, MaxAttempts: 5}
+	got := map[string][]string{}
+	for _, m := range b.claimOutbox(t, p) {
+		got[m.Destination] = append(got[m.Destination], m.AggregateID)
+	}
+	if len(got["a"]) != 2 {
+		t.Errorf("destination a: %v, want 2 (its limit)", got["a"])
+	}
+	if len(got["b"]) != 3 {
+		t.Errorf("ordered destination b: %v, want the oldest message of each of its 3 keys", got["b"])
+	}
+	if again := b.claimOutbox(t, p); len(again) != 1 || again[0].Destination != "a" {
+		t.Errorf("second claim: %d messages, want a's last one and none of b's (their keys are in flight)", len(again))
+	}
+}

@@ -264,7 +264,7 @@ func outboxConfig(cfg *config.Config, s *sinks, opts OpenOptions) *outbox.Config
 	oc.Logger = opts.Logger
 	oc.TracerProvider = opts.TracerProvider
 	if s != nil {
-		oc.Sinks, oc.DefaultSink = s.byName, s.defaultSink
+		oc.Sinks, oc.SinkOptions, oc.DefaultSink = s.byName, s.options, s.defaultSink
 		if opts.OutboxObserver != nil {
 			oc.ObserveFunc = opts.OutboxObserver.OutboxDelivery
 		}
