@@ -22,7 +22,8 @@ type Attempt struct {
 	At time.Duration
 	// Status is the answer's status code, 0 when none came.
 	Status int
-	// Answer is the start of a non-2xx answer's body, on one line.
+	// Answer is the start of the answer's body, on one line: what the receiver said
+	// ({"outcome":"duplicate"}, an error).
 	Answer string
 	// Cut reports that the probe hung up while the receiver was still working, as
 	// a provider does when its timeout passes.
@@ -253,10 +254,8 @@ func (s *sender) attempt(ctx context.Context, e *Event, timeout time.Duration, c
 	}
 	defer resp.Body.Close()
 	a.Status = resp.StatusCode
-	if !a.OK() {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 160))
-		a.Answer = strings.Join(strings.Fields(string(b)), " ")
-	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 160))
+	a.Answer = strings.Join(strings.Fields(string(b)), " ")
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	return a
 }
