@@ -79,14 +79,14 @@ var kinds = map[string]kind{
 	"github": {
 		lives:    []life{{"merged", steps("pull_request.closed", "pull_request.opened", "pull_request.synchronize")}},
 		factID:   func(tag string, _ int64) string { return "PR_probe_" + tag },
-		eventID:  func(*idSource) string { return newUUID() },
+		eventID:  func(*idSource) string { return NewUUID() },
 		body:     githubBody,
 		signType: func(typ string) string { event, _, _ := strings.Cut(typ, "."); return event },
 	},
 	"shopify": {
 		lives:   []life{{"paid", steps("orders/paid", "orders/create", "orders/updated")}},
 		factID:  func(_ string, num int64) string { return fmt.Sprintf("gid://shopify/Order/%d", num) },
-		eventID: func(*idSource) string { return newUUID() },
+		eventID: func(*idSource) string { return NewUUID() },
 		body:    shopifyBody,
 	},
 	"slack": {
@@ -126,7 +126,7 @@ var kinds = map[string]kind{
 	"square": {
 		lives:   []life{{"completed", steps("payment.updated", "payment.created")}},
 		factID:  func(tag string, _ int64) string { return "probe_" + tag },
-		eventID: func(*idSource) string { return newUUID() },
+		eventID: func(*idSource) string { return NewUUID() },
 		body:    squareBody,
 	},
 	"paddle": {
@@ -138,7 +138,7 @@ var kinds = map[string]kind{
 	"linear": {
 		lives:   []life{{"created", append(steps("Issue.create"), step{"Issue.update", RoleStep})}},
 		factID:  func(tag string, _ int64) string { return "probe-" + tag },
-		eventID: func(*idSource) string { return newUUID() },
+		eventID: func(*idSource) string { return NewUUID() },
 		body:    linearBody,
 		restamp: true,
 	},
@@ -150,7 +150,7 @@ var kinds = map[string]kind{
 	"gitlab": {
 		lives:    []life{{"merged", steps("merge_request.merge", "merge_request.open", "merge_request.update")}},
 		factID:   func(_ string, num int64) string { return strconv.FormatInt(num, 10) },
-		eventID:  func(*idSource) string { return newUUID() },
+		eventID:  func(*idSource) string { return NewUUID() },
 		body:     gitlabBody,
 		signType: func(string) string { return "Merge Request Hook" },
 	},
@@ -207,9 +207,9 @@ func (s *idSource) next(prefix string) string {
 	return fmt.Sprintf("%s%s_%05d", prefix, s.run, s.n)
 }
 
-// newUUID returns a random (version 4) UUID, the form of GitHub's, Shopify's,
+// NewUUID returns a random (version 4) UUID, the form of GitHub's, Shopify's,
 // Square's, Linear's and GitLab's delivery ids.
-func newUUID() string {
+func NewUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -313,7 +313,7 @@ func hmacBody(e *Event, f *factArgs, at time.Time) ([]byte, error) {
 		if path == "" {
 			path = field.what
 		}
-		if err := setPath(event, path, field.value); err != nil {
+		if err := SetPath(event, path, field.value); err != nil {
 			return nil, fmt.Errorf("%s_field %s: %w", field.what, path, err)
 		}
 	}
@@ -326,8 +326,10 @@ func hmacBody(e *Event, f *factArgs, at time.Time) ([]byte, error) {
 	return json.Marshal(event)
 }
 
-// setPath sets the dot path of nested objects in m to value, creating the objects.
-func setPath(m map[string]any, path, value string) error {
+// SetPath sets the dot path of nested objects in m to value, creating the objects:
+// where the generic hmac scheme reads an event's id and type (its id_field and
+// type_field). hookinbox send's hmac template uses it too.
+func SetPath(m map[string]any, path, value string) error {
 	keys := strings.Split(path, ".")
 	for i, k := range keys {
 		if k == "" {

@@ -15,9 +15,10 @@ import (
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
-// failingReceiver answers every delivery 500 and its applied counts, none, on
-// /applied: a receiver that never applies anything. It counts the deliveries.
-func failingReceiver(t *testing.T) (*httptest.Server, *atomic.Int64) {
+// answeringReceiver answers every delivery with status and body, and its applied
+// counts, none, on /applied: a receiver that never applies anything. It counts the
+// deliveries.
+func answeringReceiver(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -26,7 +27,7 @@ func failingReceiver(t *testing.T) (*httptest.Server, *atomic.Int64) {
 			return
 		}
 		n.Add(1)
-		http.Error(w, `{"error":"database down"}`, http.StatusInternalServerError)
+		http.Error(w, body, status)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &n
@@ -34,7 +35,7 @@ func failingReceiver(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 func TestRun_ProviderGivesUpOnAFailingReceiver(t *testing.T) {
 	t.Parallel()
-	srv, n := failingReceiver(t)
+	srv, n := answeringReceiver(t, http.StatusInternalServerError, `{"error":"database down"}`)
 	report, err := Run(context.Background(), &Config{
 		Target: srv.URL + "/webhooks", Provider: "linear", Signer: hookinboxtest.Linear("secret"),
 		Check: &URLCheck{URL: srv.URL + "/applied", Client: srv.Client()}, Facts: 2,
@@ -56,7 +57,7 @@ func TestRun_ProviderGivesUpOnAFailingReceiver(t *testing.T) {
 
 func TestRun_InterruptedReportsDeliveriesStillRetrying(t *testing.T) {
 	t.Parallel()
-	srv, n := failingReceiver(t)
+	srv, n := answeringReceiver(t, http.StatusInternalServerError, `{"error":"database down"}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var report *Report
@@ -87,16 +88,7 @@ func TestRun_InterruptedReportsDeliveriesStillRetrying(t *testing.T) {
 
 func TestRun_RefusedEverywhereStopsEarly(t *testing.T) {
 	t.Parallel()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/applied" {
-			_, _ = w.Write([]byte(`[]`))
-			return
-		}
-		n.Add(1)
-		http.Error(w, "not found", http.StatusNotFound)
-	}))
-	t.Cleanup(srv.Close)
+	srv, n := answeringReceiver(t, http.StatusNotFound, "not found")
 	_, err := Run(context.Background(), &Config{
 		Target: srv.URL + "/wrong", Provider: "stripe", Signer: hookinboxtest.Stripe("whsec_x"),
 		Check: &URLCheck{URL: srv.URL + "/applied", Client: srv.Client()}, Facts: 5, TimeScale: 1,
