@@ -105,7 +105,7 @@ returns other columns. Reference: docs/PROBE.md.`,
 	fl.StringSliceVar(&f.scenarios, "scenario", nil, "scenarios to run, comma-separated (default all): "+strings.Join(probe.Scenarios, ", "))
 	fl.Float64Var(&f.timeScale, "time-scale", 3600, "compress the provider's retry schedule: 3600 makes an hour a second")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "facts delivered at once (burst: requests in flight)")
-	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long to read the check again while acknowledged facts are unapplied (a receiver that applies after answering)")
+	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long to read the check again while acknowledged facts are unapplied, for a receiver that applies after answering (0: read it once)")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.StringVar(&f.junit, "junit", "", "write the report as JUnit XML to this file")
 	return cmd
