@@ -92,8 +92,8 @@
 //
 //	_, err := hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, hookinbox.OutboxMessage{...})
 //
-// ForwardTo is a ready handler that forwards every event through the outbox (the
-// gateway mode of the hookinbox binary).
+// ForwardTo is a ready set-based handler (HandleBatch) that forwards every event
+// through the outbox (the gateway mode of the hookinbox binary).
 //
 // # Workers
 //

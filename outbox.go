@@ -93,18 +93,27 @@ func outboxParams(source Event, msg OutboxMessage) (*driver.OutboxInsertParams, 
 // the outbox to the dispatcher's sink named destination: the gateway mode, for services
 // not written in Go. The message commits with the receipt, so each verified,
 // de-duplicated event is forwarded at least once, with an idempotency key the receiver
-// uses to make it once.
+// uses to make it once. It is set-based: a worker's batch, or a group of sync
+// deliveries, writes its messages in one statement.
 //
-//	inbox.Handle("gateway", "*", inbox.ForwardTo("gateway"))
-func (i *Inbox[TTx]) ForwardTo(destination string) HandlerFunc[TTx] {
-	return func(ctx context.Context, tx TTx, ev Event) error {
-		_, err := insertOutbox(ctx, i.driver.UnwrapExecutor(tx), ev, OutboxMessage{
-			AggregateType: ev.Provider,
-			AggregateID:   ev.ID,
-			EventType:     ev.Type,
-			Payload:       ev.Payload,
-			Destination:   destination,
-		})
-		return err
+//	inbox.HandleBatch("gateway", "*", inbox.ForwardTo("gateway"))
+func (i *Inbox[TTx]) ForwardTo(destination string) BatchHandlerFunc[TTx] {
+	return func(ctx context.Context, tx TTx, events []Event) error {
+		ps := make([]*driver.OutboxInsertParams, len(events))
+		for k, ev := range events {
+			p, err := outboxParams(ev, OutboxMessage{
+				AggregateType: ev.Provider,
+				AggregateID:   ev.ID,
+				EventType:     ev.Type,
+				Payload:       ev.Payload,
+				Destination:   destination,
+			})
+			if err != nil {
+				return err
+			}
+			p.TraceParent = tracectx.Format(ctx)
+			ps[k] = p
+		}
+		return i.driver.UnwrapExecutor(tx).OutboxInsertMany(ctx, ps)
 	}
 }

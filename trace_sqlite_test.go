@@ -29,7 +29,7 @@ func TestTrace_SQLiteStoresTheTraceContext(t *testing.T) {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inbox.Handle(epAsync, "invoice.paid", inbox.ForwardTo("downstream"))
+	inbox.HandleBatch(epAsync, "invoice.paid", inbox.ForwardTo("downstream"))
 	ev := invoiceEvent(epAsync, "evt_trace_sqlite", "invoice.paid", "in_trace_sqlite", 300)
 	if out, err := inbox.Receive(ctx, ev); err != nil || out != hookinbox.OutcomeAccepted {
 		t.Fatalf("Receive: %s, %v", out, err)

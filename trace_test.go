@@ -353,7 +353,7 @@ func forwardTrace(t *testing.T, sink outbox.Sink) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	rec := newSpanRecorder(t)
 	b := setup(t, setupOpts{tracer: rec.tp, noBilling: true})
-	b.inbox.Handle(epBilling, "*", b.inbox.ForwardTo("downstream"))
+	b.inbox.HandleBatch(epBilling, "*", b.inbox.ForwardTo("downstream"))
 	srv := b.serve(t, b.inbox)
 	ev := invoiceEvent(epBilling, "evt_trace_fwd", "invoice.paid", "in_trace_fwd", 500)
 	if a := postEvent(t, srv, ev); a.outcome != "processed" {

@@ -97,7 +97,7 @@ func TestCheck_CountsEachPlantedFault(t *testing.T) {
 			}
 			defer tx.Rollback(ctx) //nolint:errcheck
 			hev := hookinbox.Event{Provider: "stripe", Endpoint: fwd.Endpoint.Name, ID: ev.ID, Type: ev.Type, Payload: ev.Body}
-			if err := b.inbox.ForwardTo(server.ForwardDestination(fwd.Endpoint.Name))(ctx, tx, hev); err != nil {
+			if err := b.inbox.ForwardTo(server.ForwardDestination(fwd.Endpoint.Name))(ctx, tx, []hookinbox.Event{hev}); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {
@@ -172,7 +172,7 @@ func setupWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	billing.Register(b.inbox, "billing")
-	b.inbox.Handle("forward", "*", b.inbox.ForwardTo(server.ForwardDestination("forward")))
+	b.inbox.HandleBatch("forward", "*", b.inbox.ForwardTo(server.ForwardDestination("forward")))
 	mux := http.NewServeMux()
 	for _, ep := range eps {
 		mux.Handle(ep.Path(), b.inbox.Endpoint(ep.Name))

@@ -240,7 +240,7 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 		case config.HandlerBilling:
 			registerBilling(inbox, ep.Name)
 		case config.HandlerForward:
-			inbox.Handle(ep.Name, "*", inbox.ForwardTo(ForwardDestination(ep.Name)))
+			inbox.HandleBatch(ep.Name, "*", inbox.ForwardTo(ForwardDestination(ep.Name)))
 		}
 		// HandlerNone registers nothing: every event is recorded as ignored.
 	}
