@@ -4,7 +4,7 @@
 // records the event's receipt. The README's library section is this file, whole.
 //
 //	DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres STRIPE_WEBHOOK_SECRET=whsec_dev go run ./examples/library
-//	STRIPE_WEBHOOK_SECRET=whsec_dev go run ./cmd/hookinbox send --secret-env STRIPE_WEBHOOK_SECRET   # processed
+//	STRIPE_WEBHOOK_SECRET=whsec_dev hookinbox send --secret-env STRIPE_WEBHOOK_SECRET   # the README's quick start
 //
 // LISTEN sets the address (default 127.0.0.1:8080); the first log line names it.
 package main
