@@ -48,8 +48,7 @@ func readBuildInfo() (buildInfo, error) {
 }
 
 // version is the binary's version: -X main.buildVersion, else the module version the
-// go command stamped (a tag, or a pseudo-version from the checkout's commit), else
-// "(devel)".
+// go command stamped (go install module@version), else "(devel)".
 func version() string {
 	bi, _ := debug.ReadBuildInfo()
 	return versionOf(buildVersion, bi)
