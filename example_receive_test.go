@@ -29,8 +29,8 @@ type stripeInvoiceEvent struct {
 
 // A Stripe endpoint on PostgreSQL whose handler marks the application's own invoice
 // paid and writes an outbox message, both in the receipt's transaction. The same
-// delivery again is a duplicate: nothing is applied twice. The README's library
-// section is this example.
+// delivery again is a duplicate: nothing is applied twice. examples/library is the
+// same as a program, served on a listener of its own.
 func Example_receive() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))

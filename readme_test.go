@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// The README's library section is Example_receive's body, which go test runs: this
-// test fails when the two drift apart.
-func TestREADME_LibraryCodeIsExampleReceive(t *testing.T) {
+// The README's library section shows examples/library/main.go whole, which
+// examples/library's test builds and runs: this test fails when the two drift apart.
+func TestREADME_LibrarySectionIsExamplesLibraryWhole(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("example_receive_test.go")
+	src, err := os.ReadFile("examples/library/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,20 +23,11 @@ func TestREADME_LibraryCodeIsExampleReceive(t *testing.T) {
 		t.Fatal(`README.md has no "## The library" section`)
 	}
 	_, block, ok := strings.Cut(section, "```go\n")
-	block, _, closed := strings.Cut(block, "\n```")
+	block, _, closed := strings.Cut(block, "\n```\n")
 	if !ok || !closed {
 		t.Fatal("the library section has no go code block")
 	}
-	_, body, ok := strings.Cut(string(src), "func Example_receive() {\n")
-	body, _, ended := strings.Cut(body, "\t// Output:")
-	if !ok || !ended {
-		t.Fatal("example_receive_test.go has no Example_receive with an Output block")
-	}
-	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
-	for n, l := range lines {
-		lines[n] = strings.TrimPrefix(l, "\t")
-	}
-	if want := strings.Join(lines, "\n"); block != want {
-		t.Fatalf("README.md's library code is not Example_receive's body; copy it again.\nREADME:\n%s\n\nexample:\n%s", block, want)
+	if want := strings.TrimSuffix(string(src), "\n"); block != want {
+		t.Fatalf("README.md's library code is not examples/library/main.go; copy the file again.\nREADME:\n%s\n\nfile:\n%s", block, want)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -68,6 +67,7 @@ Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		a.backfillCommand(),
 		a.reconcileCommand(),
 		a.probeCommand(),
+		a.versionCommand(),
 	)
 	return root
 }
@@ -80,11 +80,4 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
