@@ -3,33 +3,32 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/bench"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
 // benchJSON is the part of bench --json the tests read: counts, never a rate or a
 // time, which depend on the machine.
 type benchJSON struct {
-	Mode          string           `json:"mode"`
-	Requests      int64            `json:"requests"`
-	Outcomes      map[string]int64 `json:"outcomes"`
-	Errors        map[string]int64 `json:"errors"`
-	ErrorCount    int64            `json:"error_count"`
-	Incomplete    string           `json:"incomplete"`
-	Schema        string           `json:"schema"`
-	DatabaseAfter *dbCounts        `json:"database_after"`
-	Drain         *drainReport     `json:"drain"`
-	Forward       *forwardReport   `json:"forward"`
-	Pgbench       *pgbenchReport   `json:"pgbench"`
-	Settings      benchSettings    `json:"settings"`
-	CPU           *cpuReport       `json:"cpu"`
+	Mode          string               `json:"mode"`
+	Requests      int64                `json:"requests"`
+	Outcomes      map[string]int64     `json:"outcomes"`
+	Errors        map[string]int64     `json:"errors"`
+	ErrorCount    int64                `json:"error_count"`
+	Incomplete    string               `json:"incomplete"`
+	Schema        string               `json:"schema"`
+	DatabaseAfter *bench.DBCounts      `json:"database_after"`
+	Drain         *bench.DrainReport   `json:"drain"`
+	Forward       *bench.ForwardReport `json:"forward"`
+	Pgbench       *bench.PgbenchReport `json:"pgbench"`
+	Settings      bench.Settings       `json:"settings"`
+	CPU           *bench.CPUReport     `json:"cpu"`
 }
 
 // TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
@@ -70,7 +69,7 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 				t.Errorf("schema %q, want --schema %q", r.Schema, db.Schema)
 			}
 
-			var got dbCounts
+			var got bench.DBCounts
 			ctx := context.Background()
 			if err := db.Pool.QueryRow(ctx, `
 SELECT (SELECT count(*) FROM hookinbox_inbox),
@@ -86,7 +85,7 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					t.Fatal(err)
 				}
 			}
-			want := dbCounts{Receipts: 200, ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
+			want := bench.DBCounts{Receipts: 200, ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
 			if tt.mode != "accept" {
 				want.OutboxMessages = 200
 			}
@@ -129,7 +128,7 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 // checkCPU checks that on Linux a phase's CPU time was measured, per unit of work,
 // with PostgreSQL's (the test database is on this machine). Never its figures, which
 // depend on the machine.
-func checkCPU(t *testing.T, r *cpuReport, per string) {
+func checkCPU(t *testing.T, r *bench.CPUReport, per string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		return
@@ -141,7 +140,7 @@ func checkCPU(t *testing.T, r *cpuReport, per string) {
 
 // checkPgbench checks the anchor's count where pgbench is installed: the same 200
 // transactions, none failed. Elsewhere bench must say why it did not run.
-func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
+func checkPgbench(t *testing.T, mode string, p *bench.PgbenchReport) {
 	t.Helper()
 	switch {
 	case mode != "sync" && mode != "accept":
@@ -244,54 +243,5 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.msg)
 			}
 		})
-	}
-}
-
-// bench/*.pgbench are the scripts bench runs; a change to the one must be made to the
-// other.
-func TestBench_PgbenchScriptsAreTheFilesInBench(t *testing.T) {
-	t.Parallel()
-	for mode, s := range pgbenchScripts {
-		b, err := os.ReadFile(filepath.Join("..", "..", "bench", s.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != s.text {
-			t.Errorf("bench/%s differs from the script bench runs for --mode %s (cmd/hookinbox/bench_pgbench.go)", s.file, mode)
-		}
-	}
-}
-
-func TestBench_Summaries(t *testing.T) {
-	t.Parallel()
-	var lat []time.Duration
-	for i := 1; i <= 100; i++ {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
-	}
-	if got, want := *summarize(lat), (latencySummary{P50: 50, P90: 90, P99: 99, Max: 100}); got != want {
-		t.Errorf("summarize(1..100 ms) = %+v, want %+v", got, want)
-	}
-	if summarize(nil) != nil {
-		t.Error("summarize(nil) is not nil")
-	}
-
-	var pr pgbenchReport
-	parsePgbench(`number of transactions actually processed: 200/200
-number of failed transactions: 0 (0.000%)
-latency average = 1.163 ms
-initial connection time = 3.1 ms
-tps = 1720.456 (without initial connection time)
-`, &pr)
-	if pr.Transactions != 200 || pr.Failed != 0 || pr.TPS != 1720.5 {
-		t.Errorf("parsed %+v", pr)
-	}
-	got, err := appendLatencies(nil, strings.NewReader("0 1 8406 0 1796104754 498824\n1 1 failed 0 1796104754 498842\n0 2 604 0 1796104754 499448\n"))
-	if err != nil || len(got) != 2 || got[0] != 8406*time.Microsecond || got[1] != 604*time.Microsecond {
-		t.Errorf("latencies %v, %v", got, err)
-	}
-
-	u, err := libpqURL("postgres://u:p@h:5432/db?sslmode=disable&pool_max_conns=20&search_path=x&application_name=a")
-	if err != nil || u != "postgres://u:p@h:5432/db?application_name=a&sslmode=disable" {
-		t.Errorf("libpqURL = %q, %v", u, err)
 	}
 }
