@@ -23,7 +23,7 @@ func (a *app) benchCommand() *cobra.Command {
 	c := bench.Config{TemplateFunc: benchTemplate}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL",
+		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL and a hand-written receiver",
 		Long: `Generate load against hookinbox and print what it reached: the requests, the answers
 by outcome, the errors by status, the rate, the latency (p50, p90, p99, max), the
 in-process server's group commits (how many, and their mean size), where the CPU
@@ -85,9 +85,13 @@ Modes (--mode):
 which then only say which answer a new event should get: bench notes others), signed
 with --secret-env (or --secret), --provider and --option as send signs. bench then
 starts nothing; with --database-url it also reads that database's settings and runs
-pgbench there.
+the anchors there.
 
-pgbench. On PostgreSQL, when pgbench is installed (--pgbench names it; off skips it),
+Anchors (--anchor, default pgbench,naive; none runs neither): sync and accept run
+them after hookinbox, in the same run, on PostgreSQL, and print hookinbox's ratio to
+each.
+
+pgbench. When pgbench is installed (--pgbench names it; off skips it),
 sync and accept also run pgbench in the same run, at the same concurrency (clients),
 for the same --duration or the same number of transactions as --count, in a fresh
 schema with the same tables (hookinbox_pgbench_<random>, dropped after), on the SQL
@@ -107,9 +111,24 @@ ratio: duplicates write nothing, pgbench's transactions are all new events. drai
 and forward have no pgbench anchor: what they measure, the workers' claims and
 processing and the dispatcher's deliveries, is not one SQL script that pgbench could
 run in their place. The load generator, the server, pgbench and the database share
-this machine. Before hookinbox's run and before pgbench's, bench runs CHECKPOINT
-(when its role may: a superuser or pg_checkpoint), so that neither run starts with
-a checkpoint due and the other not.
+this machine. Before hookinbox's run and before each anchor's, bench runs CHECKPOINT
+(when its role may: a superuser or pg_checkpoint), so that no run starts with a
+checkpoint due and another not.
+
+naive. The receiver a team would write by hand, in this process: net/http and a pgx
+pool of one connection per sender, that reads the body, verifies the Stripe
+signature, decodes the event and, in one transaction per request, inserts the
+receipt (ON CONFLICT DO NOTHING: a duplicate writes nothing more) and for sync does
+the billing work (invoice upsert, ledger entry, outbox message), with the statements
+of bench/sync.pgbench (accept: bench/accept.pgbench's pending receipt alone) and the
+event's values bound as parameters; then it commits and answers 200. No group
+commit, no batching. It verifies with hookinbox's own provider package, not with
+stripe-go's webhook.ConstructEvent that a team would call: the binary does not
+depend on stripe-go. The same load generator drives it with the same senders,
+events and --duration or --count, on a fresh schema with the same tables
+(hookinbox_naive_<random>, dropped after). The ratio hookinbox/naive answers "how
+much faster is this than the code I would write?"; it holds with --duplicates,
+which the naive receiver answers without writing, as hookinbox does.
 
 The figures depend on the settings printed with them. This repository's CI machine
 runs its PostgreSQL with autovacuum off (SHOW autovacuum), and so does a benchmark
@@ -123,7 +142,7 @@ formatted as serve formats them and discarded, or written to --server-log FILE.
 
 Exit codes: 0 when every request was answered 2xx (and, for drain and forward, every
 event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`,
-		Example: `  # the sync receive path, 8 senders for 10 s, beside pgbench
+		Example: `  # the sync receive path, 8 senders for 10 s, beside pgbench and the naive receiver
   hookinbox bench --mode sync --concurrency 8 --duration 10s
 
   # async accepts, 32 senders, on another PostgreSQL, as JSON
@@ -180,6 +199,8 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 	fl.IntVar(&c.SyncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
 	fl.IntVar(&c.AcceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
 	fl.StringVar(&c.Backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
+	fl.StringSliceVar(&c.Anchors, "anchor", []string{bench.AnchorPgbench, bench.AnchorNaive},
+		"anchors beside hookinbox in the same run, of sync and accept: pgbench, naive (the hand-written receiver), or none")
 	fl.StringVar(&c.Pgbench, "pgbench", "pgbench", `the pgbench binary for the anchor of sync and accept, or "off"`)
 	fl.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long drain and forward wait for the last event to be processed or delivered")
 	fl.DurationVar(&c.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request")
@@ -228,6 +249,20 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 		return usagef("--schema %q: want a lower-case identifier (letters, digits, _)", c.Schema)
 	case c.Schema != "" && changed("keep"):
 		return usagef("--schema is always kept; --keep is for the fresh schema")
+	}
+	for _, a := range c.Anchors {
+		switch a {
+		case bench.AnchorPgbench, bench.AnchorNaive:
+		case "none":
+			if len(c.Anchors) > 1 {
+				return usagef("--anchor none runs no anchor: not with %s", strings.Join(slices.DeleteFunc(slices.Clone(c.Anchors), func(s string) bool { return s == "none" }), ","))
+			}
+		default:
+			return usagef("--anchor %q: want pgbench, naive or none", a)
+		}
+	}
+	if changed("anchor") && c.Mode != bench.ModeSync && c.Mode != bench.ModeAccept {
+		return usagef("--anchor: --mode %s has no anchor (sync and accept have)", c.Mode)
 	}
 	if c.Mode == bench.ModeDrain {
 		switch {

@@ -27,6 +27,9 @@ type benchJSON struct {
 	Drain         *bench.DrainReport   `json:"drain"`
 	Forward       *bench.ForwardReport `json:"forward"`
 	Pgbench       *bench.PgbenchReport `json:"pgbench"`
+	Naive         *bench.NaiveReport   `json:"naive"`
+	Ratio         *float64             `json:"ratio"`
+	RatioNaive    *float64             `json:"ratio_naive"`
 	Settings      bench.Settings       `json:"settings"`
 	CPU           *bench.CPUReport     `json:"cpu"`
 }
@@ -121,6 +124,7 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 				}
 			}
 			checkPgbench(t, tt.mode, r.Pgbench)
+			checkNaive(t, tt.mode, r)
 		})
 	}
 }
@@ -158,6 +162,34 @@ func checkPgbench(t *testing.T, mode string, p *bench.PgbenchReport) {
 		if runtime.GOOS == "linux" && p.CPU != nil && p.CPU.Process != "pgbench" {
 			t.Errorf("pgbench's cpu is of %q, want pgbench's own", p.CPU.Process)
 		}
+	}
+}
+
+// checkNaive checks the hand-written receiver's run: the same 200 requests, all 2xx,
+// its rows in its own schema, and the ratio to it. Never a figure.
+func checkNaive(t *testing.T, mode string, r benchJSON) {
+	t.Helper()
+	n := r.Naive
+	switch {
+	case mode != "sync" && mode != "accept":
+		if n != nil || r.RatioNaive != nil {
+			t.Errorf("--mode %s has no naive anchor, but it reported %+v", mode, n)
+		}
+		return
+	case n == nil || n.Skipped != "" || n.Error != "":
+		t.Fatalf("naive %+v, want a run", n)
+	}
+	if n.Requests != 200 || n.ErrorCount != 0 || n.Outcomes["200"] != 200 || n.PoolMaxConns != 4 || n.Script != "bench/"+mode+".pgbench" {
+		t.Errorf("naive: %d requests, %d errors (%s), outcomes %v, pool %d, script %q; want 200 answered 200 by a pool of 4 running bench/%s.pgbench",
+			n.Requests, n.ErrorCount, n.FirstError, n.Outcomes, n.PoolMaxConns, n.Script, mode)
+	}
+	wantLedger := map[string]int64{"sync": 200, "accept": 0}[mode]
+	if a := n.After; a == nil || a.Receipts != 200 || a.LedgerEntries == nil || *a.LedgerEntries != wantLedger {
+		t.Errorf("naive left %v, want 200 receipts and %d ledger entries", a, wantLedger)
+	}
+	checkCPU(t, n.CPU, "request")
+	if r.RatioNaive == nil {
+		t.Error("no ratio_naive")
 	}
 }
 
@@ -233,6 +265,9 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--mode", "forward", "--provider", "discord"}, "--provider discord: want one of"},
 		{[]string{"--schema", "Bench-1"}, `--schema "Bench-1": want a lower-case identifier`},
 		{[]string{"--schema", "b", "--keep"}, "--schema is always kept"},
+		{[]string{"--anchor", "river"}, `--anchor "river": want pgbench, naive or none`},
+		{[]string{"--anchor", "none,naive"}, "--anchor none runs no anchor: not with naive"},
+		{[]string{"--mode", "drain", "--anchor", "naive"}, "--anchor: --mode drain has no anchor"},
 		{[]string{"--database-url", "mysql://x/y"}, `--database-url: unsupported database URL: scheme "mysql"`},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -22,6 +23,15 @@ const (
 	ModeAccept  = "accept"
 	ModeDrain   = "drain"
 	ModeForward = "forward"
+)
+
+// The anchors bench runs beside hookinbox, in the same run (Config.Anchors).
+const (
+	// AnchorPgbench is pgbench on the SQL hookinbox sends for one request.
+	AnchorPgbench = "pgbench"
+	// AnchorNaive is the receiver a team writes by hand (naiveReceiver), driven by
+	// the same load generator.
+	AnchorNaive = "naive"
 )
 
 // DefaultDatabase is bench's database without --database-url. bench reads neither
@@ -69,6 +79,8 @@ type Config struct {
 	AcceptFlushers int
 	// Backlog is how drain inserts its backlog: "http" or "receive".
 	Backlog string
+	// Anchors are the anchors to run, where the mode and the database allow them.
+	Anchors []string
 	// Pgbench is the pgbench binary, or "off".
 	Pgbench string
 	// Timeout bounds drain's and forward's wait for the last event; RequestTimeout
@@ -83,6 +95,8 @@ type Config struct {
 	// TemplateFunc builds the events the generator sends.
 	TemplateFunc TemplateFunc
 }
+
+func (c *Config) anchor(name string) bool { return slices.Contains(c.Anchors, name) }
 
 // UsageError is a command line that bench refuses before measuring anything: the
 // command exits 2 for it.

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 )
 
@@ -98,6 +100,40 @@ func schemaDatabase(raw, schema string) (config.Database, error) {
 	}
 	u.RawQuery = q.Encode()
 	return config.ParseDatabaseURL(u.String(), config.SourceFlag)
+}
+
+// anchorSchema creates a fresh schema prefix<random> on the database at raw, with
+// the tables of cfg's migrations, for an anchor's run beside hookinbox's. It returns
+// the schema, the database with search_path set to it, and a function that drops it,
+// which runs after an interrupt too.
+func anchorSchema(ctx context.Context, admin *pgxpool.Pool, raw, prefix string, cfg *config.Config) (string, config.Database, func(), error) {
+	schema := prefix + randomHex(4)
+	sctx := context.WithoutCancel(ctx)
+	if _, err := admin.Exec(sctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return "", config.Database{}, nil, fmt.Errorf("error creating schema %s: %w", schema, err)
+	}
+	drop := func() {
+		dctx, cancel := context.WithTimeout(sctx, time.Minute)
+		defer cancel()
+		_, _ = admin.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	}
+	db, err := schemaDatabase(raw, schema)
+	if err != nil {
+		drop()
+		return "", config.Database{}, nil, err
+	}
+	b, err := server.Open(sctx, db, cfg, server.OpenOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		drop()
+		return "", config.Database{}, nil, err
+	}
+	_, err = b.Migrate(sctx)
+	b.Close()
+	if err != nil {
+		drop()
+		return "", config.Database{}, nil, fmt.Errorf("error migrating schema %s: %w", schema, err)
+	}
+	return schema, db, drop, nil
 }
 
 // close drops the run's schema unless it is kept, and closes the pool. It runs after

@@ -17,7 +17,7 @@ import (
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
-// benchInProcess runs a server in this process on a database of the run's own and
+// runInProcess runs a server in this process on a database of the run's own and
 // measures c.Mode against it.
 func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error {
 	r.Target = "in-process"
@@ -131,6 +131,9 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 	}
 	if (c.Mode == ModeSync || c.Mode == ModeAccept) && ctx.Err() == nil {
 		r.Pgbench = runPgbench(ctx, c, bdb.admin, bdb.url, cfg, gen, &r.Settings)
+		if ctx.Err() == nil {
+			r.Naive = runNaive(ctx, c, bdb.admin, bdb.url, cfg, &r.Settings, p)
+		}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/url"
 	"os"
@@ -20,11 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // PgbenchReport is pgbench's run beside hookinbox's.
@@ -54,6 +51,8 @@ func runPgbench(ctx context.Context, c *Config, admin *pgxpool.Pool, raw string,
 	switch {
 	case !ok:
 		return &PgbenchReport{Skipped: fmt.Sprintf("--mode %s has no pgbench anchor", c.Mode)}
+	case !c.anchor(AnchorPgbench):
+		return &PgbenchReport{Skipped: "not in --anchor"}
 	case admin == nil:
 		return &PgbenchReport{Skipped: "the database is SQLite"}
 	case c.Pgbench == "off":
@@ -69,29 +68,11 @@ func runPgbench(ctx context.Context, c *Config, admin *pgxpool.Pool, raw string,
 		return pr
 	}
 
-	schema := "hookinbox_pgbench_" + randomHex(4)
-	sctx := context.WithoutCancel(ctx)
-	if _, err := admin.Exec(sctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return fail("error creating schema %s: %v", schema, err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(sctx, time.Minute)
-		defer cancel()
-		_, _ = admin.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	}()
-	db, err := schemaDatabase(raw, schema)
+	schema, _, drop, err := anchorSchema(ctx, admin, raw, "hookinbox_pgbench_", cfg)
 	if err != nil {
 		return fail("%v", err)
 	}
-	b, err := server.Open(sctx, db, cfg, server.OpenOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return fail("%v", err)
-	}
-	_, err = b.Migrate(sctx)
-	b.Close()
-	if err != nil {
-		return fail("error migrating schema %s: %v", schema, err)
-	}
+	defer drop()
 
 	dir, err := os.MkdirTemp("", "hookinbox-bench-")
 	if err != nil {

@@ -48,7 +48,8 @@ func runRemote(ctx context.Context, c *Config, r *Report, p *progress) error {
 		return nil
 	}
 	if c.DatabaseURL == "" {
-		r.Pgbench = &PgbenchReport{Skipped: "--url without --database-url: bench does not know the server's database"}
+		why := "--url without --database-url: bench does not know the server's database"
+		r.Pgbench, r.Naive = &PgbenchReport{Skipped: why}, &NaiveReport{Skipped: why}
 		return nil
 	}
 	// The anchor's schema has the tables of the mode's generated config.
@@ -61,5 +62,8 @@ func runRemote(ctx context.Context, c *Config, r *Report, p *progress) error {
 		return err
 	}
 	r.Pgbench = runPgbench(ctx, c, admin, c.DatabaseURL, cfg, anchorGen, &r.Settings)
+	if ctx.Err() == nil {
+		r.Naive = runNaive(ctx, c, admin, c.DatabaseURL, cfg, &r.Settings, p)
+	}
 	return nil
 }

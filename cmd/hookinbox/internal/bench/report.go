@@ -24,19 +24,9 @@ type Report struct {
 	DurationSeconds float64 `json:"duration_seconds,omitempty"`
 	Duplicates      float64 `json:"duplicates_fraction,omitempty"`
 
-	// The sending phase (drain: the backlog's).
-	Requests       int64            `json:"requests"`
-	DuplicatesSent int64            `json:"duplicates_sent"`
-	Outcomes       map[string]int64 `json:"outcomes"`
-	Errors         map[string]int64 `json:"errors"`
-	ErrorCount     int64            `json:"error_count"`
-	FirstError     string           `json:"first_error,omitempty"`
-	ElapsedSeconds float64          `json:"elapsed_seconds"`
-	// RequestRate is the 2xx answers per second.
-	RequestRate float64         `json:"request_rate"`
-	Latency     *LatencySummary `json:"latency_ms,omitempty"`
-	// CPU is the sending phase's CPU time per request (Linux, see cpuMeter).
-	CPU *CPUReport `json:"cpu,omitempty"`
+	// LoadReport is the sending phase (drain: the backlog's; mixed: the async
+	// endpoint's).
+	LoadReport
 
 	// Rate is the mode's figure: 2xx answers per second for sync and accept, events
 	// processed (drain) or delivered (forward) per second.
@@ -46,11 +36,16 @@ type Report struct {
 	Drain   *DrainReport   `json:"drain,omitempty"`
 	Forward *ForwardReport `json:"forward,omitempty"`
 	Pgbench *PgbenchReport `json:"pgbench,omitempty"`
+	// Naive is the hand-written receiver's run on the same load (--anchor naive).
+	Naive *NaiveReport `json:"naive,omitempty"`
 	// Groups are the in-process server's group commits, by kind (accept, sync).
 	Groups []GroupReport `json:"groups,omitempty"`
 	// Ratio is Rate / Pgbench.TPS: the share of the database's own limit for the same
 	// SQL that hookinbox reached.
 	Ratio *float64 `json:"ratio,omitempty"`
+	// RatioNaive is Rate / Naive.RequestRate: how much faster hookinbox is than the
+	// receiver a team would write by hand.
+	RatioNaive *float64 `json:"ratio_naive,omitempty"`
 
 	Settings Settings `json:"settings"`
 	// After counts the rows in the run's database once it is over.
@@ -62,6 +57,22 @@ type Report struct {
 
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Incomplete  string `json:"incomplete,omitempty"`
+}
+
+// LoadReport is what a closed-loop run measured, hookinbox's or an anchor's.
+type LoadReport struct {
+	Requests       int64            `json:"requests"`
+	DuplicatesSent int64            `json:"duplicates_sent"`
+	Outcomes       map[string]int64 `json:"outcomes"`
+	Errors         map[string]int64 `json:"errors"`
+	ErrorCount     int64            `json:"error_count"`
+	FirstError     string           `json:"first_error,omitempty"`
+	ElapsedSeconds float64          `json:"elapsed_seconds"`
+	// RequestRate is the 2xx answers per second.
+	RequestRate float64         `json:"request_rate"`
+	Latency     *LatencySummary `json:"latency_ms,omitempty"`
+	// CPU is the run's CPU time per request (Linux, see cpuMeter).
+	CPU *CPUReport `json:"cpu,omitempty"`
 }
 
 // DrainReport is drain's figures from the workers' start.
@@ -99,8 +110,8 @@ type ForwardReport struct {
 	EndToEnd *LatencySummary `json:"end_to_end_ms,omitempty"`
 }
 
-// setLoad records the sending phase.
-func (r *Report) setLoad(res *loadResult) {
+// setLoad records a closed-loop run.
+func (r *LoadReport) setLoad(res *loadResult) {
 	r.Requests, r.DuplicatesSent = res.Requests, res.Duplicates
 	r.Outcomes, r.Errors = res.Outcomes, res.Errors
 	r.ErrorCount, r.FirstError = res.errorCount(), res.FirstError
@@ -133,6 +144,7 @@ func (r *Report) finish() {
 		}
 		slices.Sort(r.Notes)
 	}
+	r.ratioNaive()
 	if r.Pgbench == nil || r.Pgbench.TPS <= 0 || r.Rate <= 0 || r.Interrupted {
 		return
 	}
@@ -142,6 +154,16 @@ func (r *Report) finish() {
 	}
 	ratio := round3(r.Rate / r.Pgbench.TPS)
 	r.Ratio = &ratio
+}
+
+// ratioNaive sets RatioNaive. The naive receiver answers duplicates as hookinbox
+// does, without writing, so --duplicates leaves the ratio meaningful.
+func (r *Report) ratioNaive() {
+	if r.Naive == nil || r.Naive.RequestRate <= 0 || r.Rate <= 0 || r.Interrupted {
+		return
+	}
+	ratio := round3(r.Rate / r.Naive.RequestRate)
+	r.RatioNaive = &ratio
 }
 
 // failure is the run's error for the exit code: nil when everything was answered

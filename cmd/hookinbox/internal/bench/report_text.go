@@ -96,37 +96,9 @@ func (r *Report) writeText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	switch p := r.Pgbench; {
-	case r.Mode == ModeDrain || r.Mode == ModeForward:
-		fmt.Fprintf(w, "%-10s no anchor for --mode %s: the workers' claims and processing and the outbox deliveries are not one SQL script\n", "pgbench", r.Mode)
-	case p == nil:
-	case p.Skipped != "":
-		fmt.Fprintf(w, "%-10s not run: %s\n", "pgbench", p.Skipped)
-	case p.Error != "":
-		fmt.Fprintf(w, "%-10s failed: %s\n", "pgbench", p.Error)
-	default:
-		span := fmt.Sprintf("%d s", p.DurationSeconds)
-		if p.TransactionsPerClient > 0 {
-			span = fmt.Sprintf("%d transactions per client", p.TransactionsPerClient)
-		}
-		fmt.Fprintf(w, "%-10s %.1f tps, %d transactions (%d failed): %s, %d clients, %d threads, %s\n",
-			"pgbench", p.TPS, p.Transactions, p.Failed, p.Script, p.Clients, p.Threads, span)
-		if p.Latency != nil {
-			fmt.Fprintf(w, "%-10s %s\n", "", p.Latency)
-		}
-		if p.CPU != nil {
-			fmt.Fprintf(w, "%-10s %s\n", "", p.CPU)
-		}
-	}
-	if r.Ratio != nil {
-		fmt.Fprintf(w, "%-10s %.3f (hookinbox %.1f %s / pgbench %.1f tps on the same SQL)\n", "ratio", *r.Ratio, r.Rate, r.RateUnit, r.Pgbench.TPS)
-	}
+	r.writeAnchors(w)
 	if a := r.After; a != nil {
-		fmt.Fprintf(w, "%-10s %d receipts (%d pending)", "left", a.Receipts, a.ReceiptsPending)
-		if a.LedgerEntries != nil {
-			fmt.Fprintf(w, ", %d ledger entries", *a.LedgerEntries)
-		}
-		fmt.Fprintf(w, ", %d outbox messages (%d pending)\n", a.OutboxMessages, a.OutboxPending)
+		fmt.Fprintf(w, "%-10s %s\n", "left", a)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "%-10s %s\n", "note", n)
@@ -218,4 +190,72 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeAnchors prints the anchors' runs and hookinbox's ratios to them.
+func (r *Report) writeAnchors(w io.Writer) {
+	switch p := r.Pgbench; {
+	case r.Mode == ModeDrain || r.Mode == ModeForward:
+		fmt.Fprintf(w, "%-10s no anchor for --mode %s: the workers' claims and processing and the outbox deliveries are not one SQL script\n", "pgbench", r.Mode)
+	case p == nil:
+	case p.Skipped != "":
+		fmt.Fprintf(w, "%-10s not run: %s\n", "pgbench", p.Skipped)
+	case p.Error != "":
+		fmt.Fprintf(w, "%-10s failed: %s\n", "pgbench", p.Error)
+	default:
+		span := fmt.Sprintf("%d s", p.DurationSeconds)
+		if p.TransactionsPerClient > 0 {
+			span = fmt.Sprintf("%d transactions per client", p.TransactionsPerClient)
+		}
+		fmt.Fprintf(w, "%-10s %.1f tps, %d transactions (%d failed): %s, %d clients, %d threads, %s\n",
+			"pgbench", p.TPS, p.Transactions, p.Failed, p.Script, p.Clients, p.Threads, span)
+		if p.Latency != nil {
+			fmt.Fprintf(w, "%-10s %s\n", "", p.Latency)
+		}
+		if p.CPU != nil {
+			fmt.Fprintf(w, "%-10s %s\n", "", p.CPU)
+		}
+	}
+	if r.Ratio != nil {
+		fmt.Fprintf(w, "%-10s %.3f (hookinbox %.1f %s / pgbench %.1f tps on the same SQL)\n", "ratio", *r.Ratio, r.Rate, r.RateUnit, r.Pgbench.TPS)
+	}
+	if n := r.Naive; n != nil {
+		switch {
+		case n.Skipped != "":
+			fmt.Fprintf(w, "%-10s not run: %s\n", "naive", n.Skipped)
+		case n.Error != "":
+			fmt.Fprintf(w, "%-10s failed: %s\n", "naive", n.Error)
+		default:
+			var ok int64
+			for _, c := range n.Outcomes {
+				ok += c
+			}
+			fmt.Fprintf(w, "%-10s %.1f req/s, %d requests, %d answered 2xx: net/http + pgx, %s's statements, one transaction per request, a pool of %d\n",
+				"naive", n.RequestRate, n.Requests, ok, n.Script, n.PoolMaxConns)
+			if n.ErrorCount > 0 {
+				fmt.Fprintf(w, "%-10s %d: %s; first: %s\n", "", n.ErrorCount, counts(n.Errors), n.FirstError)
+			}
+			if n.Latency != nil {
+				fmt.Fprintf(w, "%-10s %s\n", "", n.Latency)
+			}
+			if n.CPU != nil {
+				fmt.Fprintf(w, "%-10s %s\n", "", n.CPU)
+			}
+			if a := n.After; a != nil {
+				fmt.Fprintf(w, "%-10s left %s\n", "", a)
+			}
+		}
+	}
+	if r.RatioNaive != nil {
+		fmt.Fprintf(w, "%-10s %.3f (hookinbox %.1f %s / naive receiver %.1f req/s on the same load)\n", "ratio", *r.RatioNaive, r.Rate, r.RateUnit, r.Naive.RequestRate)
+	}
+}
+
+// String prints the counts as bench's left line.
+func (a *DBCounts) String() string {
+	s := fmt.Sprintf("%d receipts (%d pending)", a.Receipts, a.ReceiptsPending)
+	if a.LedgerEntries != nil {
+		s += fmt.Sprintf(", %d ledger entries", *a.LedgerEntries)
+	}
+	return s + fmt.Sprintf(", %d outbox messages (%d pending)", a.OutboxMessages, a.OutboxPending)
 }
