@@ -41,7 +41,7 @@ cost per request of each side, and the idle share that waiting (round trips,
 fsync) leaves unused.
 
 By default bench starts a server in this process, wired as serve wires it, with a
-generated config (one endpoint, provider stripe, a random signing secret) on a fresh
+generated config (one endpoint, mixed two; provider stripe; a random signing secret) on a fresh
 PostgreSQL schema hookinbox_bench_<random>, which it creates, migrates and drops at
 the end (--keep keeps it; --schema NAME uses that schema, creating and migrating it
 if needed, and keeps it). The database is --database-url, default
@@ -75,11 +75,25 @@ Modes (--mode):
            measures how fast they empty it. It prints the rate of each tenth of the
            backlog: a rate that falls tenth after tenth is a collapse (scans that
            grow, dead rows), not noise.
-  forward  the endpoint is async with handler forward, to an HTTP sink that bench
-           runs and that records every delivery (--workers workers, --dispatchers
-           outbox deliveries in flight). Measured until every accepted event is
-           delivered: the rate is delivered events/s, with the latency from a
-           request's start to its event's delivery.
+  forward  the endpoint is async with handler forward (--workers workers,
+           --dispatchers outbox deliveries in flight), to --sink: http (default), a
+           sink in this process that answers 200 at once and records every
+           delivery, or nats, a JetStream stream (file storage) that bench creates
+           on --nats-url (default ` + config.DefaultNATSURL + `) and deletes after,
+           whose messages it counts. Measured until every accepted event is
+           delivered: the rate is delivered events/s from the first request to the
+           last delivery, printed beside the accept rate of the same run and their
+           ratio (delivered/accepted: 1.0, the outbox keeps up with the arrivals),
+           with the latency from a request's start to its event's delivery.
+  mixed    the endpoint is async with the billing handler, and --workers workers
+           (worker.concurrency) process while it accepts, as serve runs them: it
+           prints accepted/s and processed/s over the same window (from the first
+           request to the last answer, processed counted by the server's
+           observer), and the backlog left at the end. Once the workers have
+           processed it, the same server's sync billing endpoint gets the same
+           senders, events and --duration or --count, and bench prints the ratio
+           processed-async/processed-sync: how close asynchronous processing comes
+           to doing the work in the request.
 
 --url URL sends to a server that is already running instead (--mode sync or accept,
 which then only say which answer a new event should get: bench notes others), signed
@@ -91,10 +105,9 @@ Anchors (--anchor, default pgbench,naive; none runs neither): sync and accept ru
 them after hookinbox, in the same run, on PostgreSQL, and print hookinbox's ratio to
 each.
 
-pgbench. When pgbench is installed (--pgbench names it; off skips it),
-sync and accept also run pgbench in the same run, at the same concurrency (clients),
-for the same --duration or the same number of transactions as --count, in a fresh
-schema with the same tables (hookinbox_pgbench_<random>, dropped after), on the SQL
+pgbench. When pgbench is installed (--pgbench names it; off skips it), bench runs
+it at the same concurrency (clients), for the same --duration or the same number of
+transactions as --count, in a fresh schema with the same tables (hookinbox_pgbench_<random>, dropped after), on the SQL
 that hookinbox sends for one request: bench/accept.pgbench (one INSERT ... ON
 CONFLICT DO NOTHING per commit) and bench/sync.pgbench (the billing transaction),
 prepared (-M prepared) as pgx prepares it. The ratio hookinbox/pgbench is hookinbox's
@@ -107,10 +120,11 @@ serve's: enough for every worker, flusher and outbox delivery at once; a
 sessions do better, and so it can where hookinbox
 commits several deliveries in one transaction (group commit): the scripts commit
 each delivery alone, as the seed's receiver does. With --duplicates there is no
-ratio: duplicates write nothing, pgbench's transactions are all new events. drain
-and forward have no pgbench anchor: what they measure, the workers' claims and
+ratio: duplicates write nothing, pgbench's transactions are all new events. drain,
+forward and mixed have no anchor: what they measure, the workers' claims and
 processing and the dispatcher's deliveries, is not one SQL script that pgbench could
-run in their place. The load generator, the server, pgbench and the database share
+run, nor what a hand-written receiver does; forward and mixed compare with their own
+accept rate and with the sync endpoint instead. The load generator, the server, pgbench and the database share
 this machine. Before hookinbox's run and before each anchor's, bench runs CHECKPOINT
 (when its role may: a superuser or pg_checkpoint), so that no run starts with a
 checkpoint due and another not.
@@ -140,8 +154,8 @@ Ctrl-C stops sending, prints what was measured and drops the schemas. Progress g
 to stderr once a second, only when it is a terminal. The server's logs are
 formatted as serve formats them and discarded, or written to --server-log FILE.
 
-Exit codes: 0 when every request was answered 2xx (and, for drain and forward, every
-event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`,
+Exit codes: 0 when every request was answered 2xx (and, for drain, forward and mixed,
+every event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`,
 		Example: `  # the sync receive path, 8 senders for 10 s, beside pgbench and the naive receiver
   hookinbox bench --mode sync --concurrency 8 --duration 10s
 
@@ -150,6 +164,12 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 
   # how fast 4 workers drain 20000 receipts
   hookinbox bench --mode drain --count 20000 --workers 4
+
+  # accepting and processing at once with 8 workers, beside the sync endpoint
+  hookinbox bench --mode mixed --concurrency 32 --workers 8 --duration 10s
+
+  # forwarded to JetStream: delivered/s beside accepted/s
+  hookinbox bench --mode forward --sink nats --count 20000 --concurrency 32
 
   # a running server
   hookinbox bench --url http://127.0.0.1:8080/webhooks/stripe --secret-env STRIPE_WEBHOOK_SECRET --duration 30s`,
@@ -181,7 +201,7 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&c.Mode, "mode", bench.ModeSync, "what to measure: sync, accept, drain or forward")
+	fl.StringVar(&c.Mode, "mode", bench.ModeSync, "what to measure: sync, accept, drain, forward or mixed")
 	fl.IntVar(&c.Count, "count", 0, "requests to send (drain: the backlog, default 10000); not with --duration")
 	fl.DurationVar(&c.Duration, "duration", 0, "send for this long (default 10s without --count)")
 	fl.IntVar(&c.Concurrency, "concurrency", 8, "closed-loop senders (requests in flight), and pgbench's clients")
@@ -194,7 +214,9 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 	fl.StringToStringVar(&c.Options, "option", nil, "scheme option key=value for --url, as in the endpoint's options (repeatable)")
 	fl.StringVar(&c.Secret, "secret", "", "signing secret of the --url endpoint (prefer --secret-env)")
 	fl.StringVar(&secretEnv, "secret-env", "", "environment variable holding the --url endpoint's signing secret")
-	fl.IntVar(&c.Workers, "workers", 4, "workers (worker.concurrency) of drain and forward")
+	fl.IntVar(&c.Workers, "workers", 4, "workers (worker.concurrency) of drain, forward and mixed")
+	fl.StringVar(&c.Sink, "sink", bench.SinkHTTP, "where --mode forward forwards: http (a sink in this process) or nats (a JetStream stream bench creates and deletes)")
+	fl.StringVar(&c.NATSURL, "nats-url", config.DefaultNATSURL, "the NATS server, with JetStream, of --sink nats")
 	fl.IntVar(&c.Dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward")
 	fl.IntVar(&c.SyncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
 	fl.IntVar(&c.AcceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
@@ -202,7 +224,7 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 	fl.StringSliceVar(&c.Anchors, "anchor", []string{bench.AnchorPgbench, bench.AnchorNaive},
 		"anchors beside hookinbox in the same run, of sync and accept: pgbench, naive (the hand-written receiver), or none")
 	fl.StringVar(&c.Pgbench, "pgbench", "pgbench", `the pgbench binary for the anchor of sync and accept, or "off"`)
-	fl.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long drain and forward wait for the last event to be processed or delivered")
+	fl.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long drain, forward and mixed wait for the last event to be processed or delivered")
 	fl.DurationVar(&c.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request")
 	fl.StringVar(&c.ServerLog, "server-log", "", "write the in-process server's JSON log lines to this file (default: discarded)")
 	fl.BoolVar(&c.JSON, "json", false, "print one JSON object instead of text")
@@ -218,9 +240,9 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv string) error {
 	changed := cmd.Flags().Changed
 	switch c.Mode {
-	case bench.ModeSync, bench.ModeAccept, bench.ModeDrain, bench.ModeForward:
+	case bench.ModeSync, bench.ModeAccept, bench.ModeDrain, bench.ModeForward, bench.ModeMixed:
 	default:
-		return usagef("--mode %q: want sync, accept, drain or forward", c.Mode)
+		return usagef("--mode %q: want sync, accept, drain, forward or mixed", c.Mode)
 	}
 	switch {
 	case c.Count < 0:
@@ -249,6 +271,12 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 		return usagef("--schema %q: want a lower-case identifier (letters, digits, _)", c.Schema)
 	case c.Schema != "" && changed("keep"):
 		return usagef("--schema is always kept; --keep is for the fresh schema")
+	case c.Sink != bench.SinkHTTP && c.Sink != bench.SinkNATS:
+		return usagef("--sink %q: want http or nats", c.Sink)
+	case changed("sink") && c.Mode != bench.ModeForward:
+		return usagef("--sink is for --mode forward")
+	case changed("nats-url") && c.Sink != bench.SinkNATS:
+		return usagef("--nats-url is for --sink nats")
 	}
 	for _, a := range c.Anchors {
 		switch a {
@@ -282,7 +310,7 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 	}
 	if c.URL != "" {
 		switch {
-		case c.Mode == bench.ModeDrain || c.Mode == bench.ModeForward:
+		case c.Mode == bench.ModeDrain || c.Mode == bench.ModeForward || c.Mode == bench.ModeMixed:
 			return usagef("--mode %s needs the server in this process (its workers, its sink): not with --url", c.Mode)
 		case changed("schema") || changed("keep") || changed("server-log") || changed("workers") || changed("dispatchers"):
 			return usagef("--schema, --keep, --server-log, --workers and --dispatchers are for the server in this process, not --url")

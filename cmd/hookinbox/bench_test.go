@@ -1,16 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/bench"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testnats"
 )
 
 // benchJSON is the part of bench --json the tests read: counts, never a rate or a
@@ -26,6 +31,7 @@ type benchJSON struct {
 	DatabaseAfter *bench.DBCounts      `json:"database_after"`
 	Drain         *bench.DrainReport   `json:"drain"`
 	Forward       *bench.ForwardReport `json:"forward"`
+	Mixed         *bench.MixedReport   `json:"mixed"`
 	Pgbench       *bench.PgbenchReport `json:"pgbench"`
 	Naive         *bench.NaiveReport   `json:"naive"`
 	Ratio         *float64             `json:"ratio"`
@@ -36,7 +42,8 @@ type benchJSON struct {
 
 // TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
 // its own and checks that what bench reports is what the database holds: 200
-// requests, 200 receipts, no error, and pgbench's 200 transactions where it ran.
+// requests, 200 receipts (mixed: 200 more to its sync endpoint), no error, and the
+// anchors' 200 requests or transactions where they ran.
 func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -45,12 +52,16 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 		outcome string
 		// pending receipts and pending outbox messages afterwards; ledger entries.
 		pending, outboxPending, ledger int64
+		// receipts afterwards, when not 200.
+		receipts int64
 	}{
 		{mode: "accept", args: []string{"--concurrency", "4"}, outcome: "accepted", pending: 200},
 		{mode: "sync", args: []string{"--concurrency", "4"}, outcome: "processed", ledger: 200, outboxPending: 200},
 		{mode: "drain", outcome: "accepted", ledger: 200, outboxPending: 200},
 		{mode: "drain", args: []string{"--backlog", "receive"}, outcome: "accepted", ledger: 200, outboxPending: 200},
 		{mode: "forward", args: []string{"--concurrency", "4"}, outcome: "accepted"},
+		{mode: "forward", args: []string{"--concurrency", "4", "--sink", "nats"}, outcome: "accepted"},
+		{mode: "mixed", args: []string{"--concurrency", "4", "--workers", "2"}, outcome: "accepted", receipts: 400, ledger: 400, outboxPending: 400},
 	}
 	for _, tt := range tests {
 		name := strings.Join(append([]string{tt.mode}, tt.args...), "_")
@@ -59,6 +70,11 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 			db := testdb.New(t)
 			args := append([]string{"bench", "--mode", tt.mode, "--count", "200", "--json",
 				"--database-url", testdb.URL(), "--schema", db.Schema}, tt.args...)
+			var stream *testnats.Stream
+			if slices.Contains(tt.args, "nats") {
+				stream = testnats.New(t) // the test's NATS server; bench makes its own stream
+				args = append(args, "--nats-url", stream.Conn.ConnectedUrl())
+			}
 			out := mustRun(t, childEnv(), args...)
 			var r benchJSON
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -88,9 +104,9 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					t.Fatal(err)
 				}
 			}
-			want := bench.DBCounts{Receipts: 200, ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
+			want := bench.DBCounts{Receipts: cmp.Or(tt.receipts, 200), ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
 			if tt.mode != "accept" {
-				want.OutboxMessages = 200
+				want.OutboxMessages = want.Receipts
 			}
 			if got != want || ledger != tt.ledger {
 				t.Errorf("database holds %+v and %d ledger entries, want %+v and %d", got, ledger, want, tt.ledger)
@@ -119,8 +135,27 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					}
 				}
 			case "forward":
-				if f := r.Forward; f == nil || f.Accepted != 200 || f.Delivered != 200 {
-					t.Errorf("forward %+v, want 200 accepted and delivered", f)
+				if f := r.Forward; f == nil || f.Accepted != 200 || f.Delivered != 200 || f.Redeliveries != 0 || f.Ratio == nil || f.EndToEnd == nil {
+					t.Errorf("forward %+v, want 200 accepted and delivered once, their ratio and latency", f)
+				} else if stream != nil {
+					if !strings.Contains(f.Sink, "JetStream") || !strings.HasPrefix(f.Stream, "HOOKINBOX_BENCH_") {
+						t.Errorf("forward to %q, stream %q: want bench's JetStream stream", f.Sink, f.Stream)
+					}
+					if _, err := stream.JetStream.Stream(ctx, f.Stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+						t.Errorf("stream %s after the run: %v, want it deleted", f.Stream, err)
+					}
+				} else if !strings.Contains(f.Sink, "HTTP") {
+					t.Errorf("forward to %q, want the HTTP sink", f.Sink)
+				}
+			case "mixed":
+				m := r.Mixed
+				if m == nil || m.Workers != 2 || m.Accepted != 200 || m.ProcessedWhileAccepting+m.BacklogAtEnd != 200 || m.FailedAttempts != 0 {
+					t.Fatalf("mixed %+v, want 200 accepted by 2 workers, processed while accepting or after", m)
+				}
+				if s := m.Sync; s == nil || s.Requests != 200 || s.Outcomes["processed"] != 200 || s.ErrorCount != 0 || m.Ratio == nil {
+					t.Errorf("mixed's sync run %+v and ratio %v, want 200 processed and a ratio", s, m.Ratio)
+				} else {
+					checkCPU(t, s.CPU, "request")
 				}
 			}
 			checkPgbench(t, tt.mode, r.Pgbench)
@@ -246,7 +281,12 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain or forward`},
+		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain, forward or mixed`},
+		{[]string{"--url", "http://127.0.0.1:1/x", "--mode", "mixed", "--secret", "s"}, "--mode mixed needs the server in this process"},
+		{[]string{"--mode", "forward", "--sink", "kafka"}, `--sink "kafka": want http or nats`},
+		{[]string{"--sink", "nats"}, "--sink is for --mode forward"},
+		{[]string{"--mode", "forward", "--nats-url", "nats://127.0.0.1:4222"}, "--nats-url is for --sink nats"},
+		{[]string{"--mode", "mixed", "--anchor", "pgbench"}, "--anchor: --mode mixed has no anchor"},
 		{[]string{"--count", "10", "--duration", "1s"}, "give --count or --duration, not both"},
 		{[]string{"--count", "0"}, "--count must be at least 1"},
 		{[]string{"--concurrency", "0"}, "--concurrency must be at least 1"},

@@ -23,6 +23,7 @@ const (
 	ModeAccept  = "accept"
 	ModeDrain   = "drain"
 	ModeForward = "forward"
+	ModeMixed   = "mixed"
 )
 
 // The anchors bench runs beside hookinbox, in the same run (Config.Anchors).
@@ -77,6 +78,10 @@ type Config struct {
 	// SyncFlushers and AcceptFlushers, when positive, set group_commit's flushers.
 	SyncFlushers   int
 	AcceptFlushers int
+	// Sink is forward's destination, SinkHTTP or SinkNATS; NATSURL the NATS server
+	// of SinkNATS.
+	Sink    string
+	NATSURL string
 	// Backlog is how drain inserts its backlog: "http" or "receive".
 	Backlog string
 	// Anchors are the anchors to run, where the mode and the database allow them.

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 )
 
 // receiver is the part of *hookinbox.Inbox, whatever its transaction type, that
@@ -23,9 +20,8 @@ type receiver interface {
 
 // runDrain inserts a backlog with no worker running, then starts the workers and
 // measures how fast they empty it.
-func (rn *runner) runDrain(ctx context.Context, cfg *config.Config, backend *server.Backend, logger *slog.Logger,
-	obs *drainObserver, r *Report, p *progress,
-) error {
+func (rn *runner) runDrain(ctx context.Context, s *inProcess, r *Report, p *progress) error {
+	backend, obs := s.backend, s.obs
 	var res *loadResult
 	if rn.c.Backlog == "receive" {
 		rcv, ok := backend.Inbox.(receiver)
@@ -39,7 +35,7 @@ func (rn *runner) runDrain(ctx context.Context, cfg *config.Config, backend *ser
 		res.CPU = endCPU(res.Requests, 0)
 		p.untrack()
 	} else {
-		url, shutdown, err := serveEndpoints(cfg, backend, logger)
+		url, shutdown, err := serveEndpoints(s.cfg, backend, s.logger)
 		if err != nil {
 			return err
 		}

@@ -11,34 +11,47 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
+// inProcess is the server of a run in this process, and what its modes need of it.
+type inProcess struct {
+	cfg     *config.Config
+	backend *server.Backend
+	metrics *server.Metrics
+	logger  *slog.Logger
+	// addrs receives the address Server.Run listens on.
+	addrs <-chan string
+	obs   *drainObserver
+	db    *runDB
+	// sink is forward's destination.
+	sink sink
+}
+
 // runInProcess runs a server in this process on a database of the run's own and
 // measures c.Mode against it.
 func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error {
 	r.Target = "in-process"
-	var (
-		sink *recordingSink
-		err  error
-	)
+	s := &inProcess{}
+	spec := serverSpec{mode: c.Mode, provider: c.Provider, workers: c.Workers, dispatchers: c.Dispatchers}
 	if c.Mode == ModeForward {
-		if sink, err = startRecordingSink(); err != nil {
+		var err error
+		if s.sink, err = startSink(ctx, c); err != nil {
 			return err
 		}
-		defer sink.close()
+		defer s.sink.close()
+		spec.forward = s.sink.forward()
+		if c.Sink == SinkNATS {
+			spec.natsURL = c.NATSURL
+		}
 	}
-	sinkURL := ""
-	if sink != nil {
-		sinkURL = sink.url
-	}
-	cfg, secret, err := generatedConfig(c.Mode, c.Provider, c.Workers, c.Dispatchers, sinkURL)
+	cfg, secret, err := generatedConfig(spec)
 	if err != nil {
 		return err
 	}
+	s.cfg = cfg
 	if c.AcceptFlushers > 0 {
 		cfg.Accept.Flushers = c.AcceptFlushers
 		r.Settings.AcceptFlushers = c.AcceptFlushers
@@ -47,7 +60,7 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 		cfg.Sync.Flushers = c.SyncFlushers
 		r.Settings.SyncFlushers = c.SyncFlushers
 	}
-	if c.Mode == ModeDrain || c.Mode == ModeForward {
+	if c.Mode == ModeDrain || c.Mode == ModeForward || c.Mode == ModeMixed {
 		r.Settings.Workers = c.Workers
 	}
 	if c.Mode == ModeForward {
@@ -62,25 +75,28 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 		return err
 	}
 	addrs := make(chan string, 1)
+	s.addrs = addrs
 	logger, closeLog, err := serverLogger(c.ServerLog, addrs)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
+	s.logger = logger
 
 	bdb, err := openRunDB(ctx, c, r)
 	if err != nil {
 		return err
 	}
 	defer bdb.close()
+	s.db = bdb
 	if bdb.admin != nil {
 		r.Settings.readPostgres(ctx, bdb.admin, bdb.db.URL)
 	}
 
-	metrics := server.NewMetrics()
-	obs := &drainObserver{Observer: metrics}
+	s.metrics = server.NewMetrics()
+	s.obs = &drainObserver{Observer: s.metrics}
 	backend, err := server.Open(ctx, bdb.db, cfg, server.OpenOptions{
-		Logger: logger, Observer: obs, Dispatch: true, OutboxObserver: metrics,
+		Logger: logger, Observer: s.obs, Dispatch: true, OutboxObserver: s.metrics,
 	})
 	if err == nil && backend.PoolMaxConns > 0 {
 		r.Settings.PoolMaxConns = backend.PoolMaxConns // sized by serve's rule, not pgx's default
@@ -91,6 +107,7 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 		}
 		return err
 	}
+	s.backend = backend
 	closed := false
 	closeBackend := func() {
 		if !closed {
@@ -104,22 +121,24 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 	}
 
 	rn := &runner{c: c, signer: signer, gen: gen, cpu: newCPUMeter("bench (load generator and server)", bdb.url)}
-	if bdb.admin != nil {
-		r.Settings.checkpoint(ctx, bdb.admin)
-	}
+	s.checkpoint(ctx, r)
 	switch c.Mode {
-	case ModeSync, ModeForward:
-		err = rn.runServed(ctx, cfg, backend, metrics, logger, addrs, sink, r, p)
+	case ModeSync:
+		err = rn.runSync(ctx, s, r, p)
+	case ModeForward:
+		err = rn.runForward(ctx, s, r, p)
+	case ModeMixed:
+		err = rn.runMixed(ctx, s, r, p)
 	case ModeAccept:
-		err = rn.runAccept(ctx, cfg, backend, logger, r, p)
+		err = rn.runAccept(ctx, s, r, p)
 	case ModeDrain:
-		err = rn.runDrain(ctx, cfg, backend, logger, obs, r, p)
+		err = rn.runDrain(ctx, s, r, p)
 	}
 	if err != nil {
 		return err
 	}
 	closeBackend()
-	r.Groups = obs.groupReports()
+	r.Groups = s.obs.groupReports()
 
 	if bdb.admin != nil {
 		r.After, err = countPostgres(context.WithoutCancel(ctx), bdb.admin, bdb.schema)
@@ -136,6 +155,58 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 		}
 	}
 	return nil
+}
+
+// checkpoint runs CHECKPOINT before a measured phase, on PostgreSQL.
+func (s *inProcess) checkpoint(ctx context.Context, r *Report) {
+	if s.db.admin != nil {
+		r.Settings.checkpoint(ctx, s.db.admin)
+	}
+}
+
+// startSink starts forward's destination, c.Sink.
+func startSink(ctx context.Context, c *Config) (sink, error) {
+	if c.Sink == SinkNATS {
+		return startNATSSink(ctx, c.NATSURL)
+	}
+	return startRecordingSink()
+}
+
+// serve starts Server.Run, the endpoints, the workers and the outbox dispatcher as
+// serve runs them, and returns its address and what stops it. The server stops when
+// the measurement is over, not at the first Ctrl-C: what is in flight is answered
+// and counted.
+func (s *inProcess) serve(ctx context.Context) (addr string, stop func() error, err error) {
+	runCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- server.New(s.cfg, s.backend, s.metrics, s.logger).Run(runCtx) }()
+	select {
+	case addr = <-s.addrs:
+	case err := <-done:
+		stopServer()
+		return "", nil, fmt.Errorf("the server stopped before listening: %w", err)
+	case <-time.After(30 * time.Second):
+		stopServer()
+		<-done
+		return "", nil, errors.New("the server did not listen within 30 s")
+	}
+	return addr, sync.OnceValue(func() error {
+		stopServer()
+		if err := <-done; err != nil {
+			return fmt.Errorf("the server's shutdown: %w", err)
+		}
+		return nil
+	}), nil
+}
+
+// endpointURL is the URL of the generated endpoint name on the server at addr.
+func (s *inProcess) endpointURL(addr, name string) string {
+	for _, ep := range s.cfg.Endpoints {
+		if ep.Name == name {
+			return "http://" + addr + ep.Path
+		}
+	}
+	panic("bench: no generated endpoint " + name)
 }
 
 // runner is what every mode's sending needs.
@@ -155,65 +226,20 @@ func (rn *runner) spec(url string) (*loadSpec, *atomic.Int64) {
 	}, done
 }
 
-// runServed measures sync or forward against Server.Run: the endpoint, the workers
-// and the outbox dispatcher, as serve runs them.
-func (rn *runner) runServed(ctx context.Context, cfg *config.Config, backend *server.Backend, metrics *server.Metrics,
-	logger *slog.Logger, addrs <-chan string, sink *recordingSink, r *Report, p *progress,
-) error {
-	// The server stops when the measurement is over, not at the first Ctrl-C: what is
-	// in flight is answered and counted.
-	runCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServer()
-	done := make(chan error, 1)
-	go func() { done <- server.New(cfg, backend, metrics, logger).Run(runCtx) }()
-	var addr string
-	select {
-	case addr = <-addrs:
-	case err := <-done:
-		return fmt.Errorf("the server stopped before listening: %w", err)
-	case <-time.After(30 * time.Second):
-		return errors.New("the server did not listen within 30 s")
+// runSync measures the sync endpoint against Server.Run.
+func (rn *runner) runSync(ctx context.Context, s *inProcess, r *Report, p *progress) error {
+	addr, stop, err := s.serve(ctx)
+	if err != nil {
+		return err
 	}
-	stop := func() error {
-		stopServer()
-		if err := <-done; err != nil {
-			return fmt.Errorf("the server's shutdown: %w", err)
-		}
-		return nil
-	}
-
-	spec, answered := rn.spec("http://" + addr + cfg.Endpoints[0].Path)
-	var started sync.Map
-	if sink != nil {
-		spec.started = func(id string, at time.Time) { started.Store(id, at) }
-	}
+	defer stop()
+	spec, answered := rn.spec(s.endpointURL(addr, endpointName))
 	p.track(rn.c.Mode, "requests", answered.Load)
 	res := runLoad(ctx, spec)
 	p.untrack()
 	r.setLoad(res)
-	if sink == nil {
-		r.setRate(r.RequestRate, "req/s")
-		return stop()
-	}
-
-	// forward: until every accepted event is delivered.
-	want := res.Outcomes[string(hookinbox.OutcomeAccepted)]
-	p.track("forward", "delivered", sink.delivered.Load)
-	deadline := time.Now().Add(rn.c.Timeout)
-	for sink.delivered.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.untrack()
-	if err := stop(); err != nil {
-		return err
-	}
-	fr := sink.report(want, res.Start, &started)
-	r.Forward = fr
-	if fr.Delivered < want {
-		r.Incomplete = fmt.Sprintf("%d of %d accepted events delivered within --timeout %s", fr.Delivered, want, rn.c.Timeout)
-	}
-	r.setRate(fr.Rate, "events/s")
-	return nil
+	r.setRate(r.RequestRate, "req/s")
+	return stop()
 }
 
 // serveEndpoints serves cfg's endpoints on 127.0.0.1 with serve's HTTP timeouts,
@@ -245,8 +271,8 @@ func serveEndpoints(cfg *config.Config, backend *server.Backend, logger *slog.Lo
 }
 
 // runAccept measures async accepts with no worker running.
-func (rn *runner) runAccept(ctx context.Context, cfg *config.Config, backend *server.Backend, logger *slog.Logger, r *Report, p *progress) error {
-	url, shutdown, err := serveEndpoints(cfg, backend, logger)
+func (rn *runner) runAccept(ctx context.Context, s *inProcess, r *Report, p *progress) error {
+	url, shutdown, err := serveEndpoints(s.cfg, s.backend, s.logger)
 	if err != nil {
 		return err
 	}

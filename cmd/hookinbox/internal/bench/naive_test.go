@@ -60,7 +60,7 @@ func TestNaive_AppliesEachEventOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(admin.Close)
-			cfg, _, err := generatedConfig(mode, "stripe", 1, 1, "")
+			cfg, _, err := generatedConfig(serverSpec{mode: mode, provider: "stripe", workers: 1, dispatchers: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,7 +53,7 @@ func runRemote(ctx context.Context, c *Config, r *Report, p *progress) error {
 		return nil
 	}
 	// The anchor's schema has the tables of the mode's generated config.
-	cfg, _, err := generatedConfig(c.Mode, "stripe", 1, 1, "")
+	cfg, _, err := generatedConfig(serverSpec{mode: c.Mode, provider: "stripe", workers: 1, dispatchers: 1})
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,13 @@ type Report struct {
 	LoadReport
 
 	// Rate is the mode's figure: 2xx answers per second for sync and accept, events
-	// processed (drain) or delivered (forward) per second.
+	// processed (drain; mixed: while accepting) or delivered (forward) per second.
 	Rate     float64 `json:"rate"`
 	RateUnit string  `json:"rate_unit"`
 
 	Drain   *DrainReport   `json:"drain,omitempty"`
 	Forward *ForwardReport `json:"forward,omitempty"`
+	Mixed   *MixedReport   `json:"mixed,omitempty"`
 	Pgbench *PgbenchReport `json:"pgbench,omitempty"`
 	// Naive is the hand-written receiver's run on the same load (--anchor naive).
 	Naive *NaiveReport `json:"naive,omitempty"`
@@ -100,12 +101,20 @@ type DrainTenth struct {
 
 // ForwardReport is forward's deliveries.
 type ForwardReport struct {
-	Accepted     int64 `json:"accepted"`
-	Delivered    int64 `json:"delivered"`
-	Redeliveries int64 `json:"redeliveries"`
+	// Sink says where the events were forwarded; Stream names the JetStream stream
+	// of --sink nats, deleted after the run.
+	Sink         string `json:"sink"`
+	Stream       string `json:"stream,omitempty"`
+	Accepted     int64  `json:"accepted"`
+	Delivered    int64  `json:"delivered"`
+	Redeliveries int64  `json:"redeliveries"`
 	// ElapsedSeconds runs from the first request to the last event's first delivery.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	Rate           float64 `json:"rate"`
+	// AcceptRate is the accepted answers per second of the sending phase, and Ratio
+	// Rate / AcceptRate: the share of the arrival rate that the outbox delivers.
+	AcceptRate float64  `json:"accept_rate"`
+	Ratio      *float64 `json:"ratio,omitempty"`
 	// EndToEnd is each event's latency from its request's start to its delivery.
 	EndToEnd *LatencySummary `json:"end_to_end_ms,omitempty"`
 }
@@ -126,7 +135,10 @@ func (r *LoadReport) setLoad(res *loadResult) {
 func (r *Report) setRate(rate float64, unit string) { r.Rate, r.RateUnit = rate, unit }
 
 // expectedOutcome is the answer to a new event in the modes that compare with pgbench.
-var expectedOutcome = map[string]string{ModeSync: "processed", ModeAccept: "accepted"}
+var expectedOutcome = map[string]string{ModeSync: "processed", ModeAccept: "accepted", ModeMixed: "accepted"}
+
+// expectedEndpoint is the endpoint that gives expectedOutcome.
+var expectedEndpoint = map[string]string{ModeSync: "sync with the billing handler", ModeAccept: "async", ModeMixed: "async with the billing handler"}
 
 // finish computes the ratio, and notes what it does not compare.
 func (r *Report) finish() {
@@ -139,7 +151,7 @@ func (r *Report) finish() {
 	if want, ok := expectedOutcome[r.Mode]; ok {
 		for outcome, n := range r.Outcomes {
 			if outcome != want && outcome != "duplicate" {
-				r.Notes = append(r.Notes, fmt.Sprintf("--mode %s expects %s answers, but %d were %s: is the endpoint %s?", r.Mode, want, n, outcome, map[string]string{ModeSync: "sync with the billing handler", ModeAccept: "async"}[r.Mode]))
+				r.Notes = append(r.Notes, fmt.Sprintf("--mode %s expects %s answers, but %d were %s: is the endpoint %s?", r.Mode, want, n, outcome, expectedEndpoint[r.Mode]))
 			}
 		}
 		slices.Sort(r.Notes)
@@ -167,11 +179,14 @@ func (r *Report) ratioNaive() {
 }
 
 // failure is the run's error for the exit code: nil when everything was answered
-// 2xx and, for drain and forward, processed or delivered.
+// 2xx and, for drain, forward and mixed, processed or delivered.
 func (r *Report) failure() error {
 	var problems []string
 	if r.ErrorCount > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d requests were not answered 2xx", r.ErrorCount, r.Requests))
+	}
+	if m := r.Mixed; m != nil && m.Sync != nil && m.Sync.ErrorCount > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d requests to the sync endpoint were not answered 2xx", m.Sync.ErrorCount, m.Sync.Requests))
 	}
 	if r.Incomplete != "" {
 		problems = append(problems, r.Incomplete)

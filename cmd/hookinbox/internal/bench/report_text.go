@@ -76,7 +76,7 @@ func (r *Report) writeText(w io.Writer) {
 		}
 	}
 	if fr := r.Forward; fr != nil {
-		fmt.Fprintf(w, "%-10s %d of %d accepted events delivered", "forward", fr.Delivered, fr.Accepted)
+		fmt.Fprintf(w, "%-10s %d of %d accepted events delivered to %s", "forward", fr.Delivered, fr.Accepted, fr.Sink)
 		if fr.Rate > 0 {
 			fmt.Fprintf(w, ", the last %.2f s after the first request: %.1f events/s", fr.ElapsedSeconds, fr.Rate)
 		}
@@ -87,7 +87,11 @@ func (r *Report) writeText(w io.Writer) {
 		if fr.EndToEnd != nil {
 			fmt.Fprintf(w, "%-10s %s (request start to delivery)\n", "end-to-end", fr.EndToEnd)
 		}
+		if fr.Ratio != nil {
+			fmt.Fprintf(w, "%-10s %.3f (delivered %.1f events/s / accepted %.1f events/s, the same run)\n", "ratio", *fr.Ratio, fr.Rate, fr.AcceptRate)
+		}
 	}
+	r.writeMixed(w)
 
 	for _, g := range r.Groups {
 		fmt.Fprintf(w, "%-10s %s: %d commits, %.1f deliveries each", "groups", g.Kind, g.Commits, g.MeanSize)
@@ -197,6 +201,8 @@ func (r *Report) writeAnchors(w io.Writer) {
 	switch p := r.Pgbench; {
 	case r.Mode == ModeDrain || r.Mode == ModeForward:
 		fmt.Fprintf(w, "%-10s no anchor for --mode %s: the workers' claims and processing and the outbox deliveries are not one SQL script\n", "pgbench", r.Mode)
+	case r.Mode == ModeMixed:
+		fmt.Fprintf(w, "%-10s no anchor for --mode mixed: its anchor is the sync endpoint above\n", "pgbench")
 	case p == nil:
 	case p.Skipped != "":
 		fmt.Fprintf(w, "%-10s not run: %s\n", "pgbench", p.Skipped)
@@ -258,4 +264,37 @@ func (a *DBCounts) String() string {
 		s += fmt.Sprintf(", %d ledger entries", *a.LedgerEntries)
 	}
 	return s + fmt.Sprintf(", %d outbox messages (%d pending)", a.OutboxMessages, a.OutboxPending)
+}
+
+// writeMixed prints mixed's two runs and their ratio.
+func (r *Report) writeMixed(w io.Writer) {
+	m := r.Mixed
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "%-10s %d accepted, %.1f/s, by the async billing endpoint while %d workers processed %d: %.1f events/s",
+		"mixed", m.Accepted, m.AcceptRate, m.Workers, m.ProcessedWhileAccepting, m.ProcessedRate)
+	if m.FailedAttempts > 0 {
+		fmt.Fprintf(w, " (%d failed attempts)", m.FailedAttempts)
+	}
+	fmt.Fprintln(w)
+	if m.Sync == nil {
+		return
+	}
+	fmt.Fprintf(w, "%-10s %d left at the last answer, processed %.2f s later\n", "", m.BacklogAtEnd, m.DrainSeconds)
+	s := m.Sync
+	fmt.Fprintf(w, "%-10s %d requests in %.2f s to the sync billing endpoint, the same senders: %s; %.1f req/s\n",
+		"sync", s.Requests, s.ElapsedSeconds, counts(s.Outcomes), s.RequestRate)
+	if s.ErrorCount > 0 {
+		fmt.Fprintf(w, "%-10s %d: %s; first: %s\n", "", s.ErrorCount, counts(s.Errors), s.FirstError)
+	}
+	if s.Latency != nil {
+		fmt.Fprintf(w, "%-10s %s\n", "", s.Latency)
+	}
+	if s.CPU != nil {
+		fmt.Fprintf(w, "%-10s %s\n", "", s.CPU)
+	}
+	if m.Ratio != nil {
+		fmt.Fprintf(w, "%-10s %.3f (processed while accepting %.1f events/s / sync %.1f req/s, the same run)\n", "ratio", *m.Ratio, m.ProcessedRate, s.RequestRate)
+	}
 }

@@ -11,34 +11,64 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 )
 
-// endpointName is the generated config's endpoint name.
-const endpointName = "bench"
+// The generated config's endpoints: endpointName for every mode, and for mixed
+// syncEndpointName beside it.
+const (
+	endpointName     = "bench"
+	syncEndpointName = "bench_sync"
+)
 
 // envSecret is the variable the generated config reads the random secret from.
 const envSecret = "HOOKINBOX_BENCH_SECRET"
 
-// generatedConfig is the generated configuration of a run: one endpoint for mode, its
-// secret random and read from a variable only this config sees. sink is the forward
-// handler's URL.
-func generatedConfig(mode, provider string, workers, dispatchers int, sink string) (*config.Config, string, error) {
+// serverSpec is what a run's generated config says.
+type serverSpec struct {
+	mode, provider       string
+	workers, dispatchers int
+	// forward is the forward endpoint's target, a YAML flow mapping: {url: ...} or
+	// {nats_subject: ...}.
+	forward string
+	// natsURL is the NATS server of a nats_subject target.
+	natsURL string
+}
+
+// generatedConfig is the generated configuration of a run: the endpoints of s.mode,
+// their secret random and read from a variable only this config sees.
+//
+//	sync     endpointName: sync, billing
+//	accept   endpointName: async, billing (drain too)
+//	forward  endpointName: async, forward to s.forward
+//	mixed    endpointName: async, billing; syncEndpointName: sync, billing
+func generatedConfig(s serverSpec) (*config.Config, string, error) {
 	secret := "whsec_bench_" + randomHex(16)
-	epMode, handler := "sync", "billing"
-	switch mode {
-	case ModeAccept, ModeDrain:
-		epMode = "async"
-	case ModeForward:
-		epMode, handler = "async", "forward"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nendpoints:\n")
-	fmt.Fprintf(&b, "  - name: %s\n    path: /webhooks/%s\n    provider: %s\n    secrets_env: [%s]\n    mode: %s\n    handler: %s\n",
-		endpointName, provider, provider, envSecret, epMode, handler)
-	if sink != "" {
-		fmt.Fprintf(&b, "    forward: {url: %q}\n", sink)
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\n")
+	if s.natsURL != "" {
+		fmt.Fprintf(&b, "nats_url: %q\n", s.natsURL)
 	}
-	fmt.Fprintf(&b, "worker: {concurrency: %d}\noutbox: {concurrency: %d}\nshutdown_timeout: 30s\n", workers, dispatchers)
-	// Only the secret: HOOKINBOX_DATABASE_URL and HOOKINBOX_LISTEN must not redirect
-	// the generated config.
+	fmt.Fprintf(&b, "endpoints:\n")
+	endpoint := func(name, path, mode, handler string) {
+		fmt.Fprintf(&b, "  - name: %s\n    path: %s\n    provider: %s\n    secrets_env: [%s]\n    mode: %s\n    handler: %s\n",
+			name, path, s.provider, envSecret, mode, handler)
+	}
+	path := "/webhooks/" + s.provider
+	switch s.mode {
+	case ModeSync:
+		endpoint(endpointName, path, "sync", "billing")
+	case ModeAccept, ModeDrain:
+		endpoint(endpointName, path, "async", "billing")
+	case ModeForward:
+		endpoint(endpointName, path, "async", "forward")
+		fmt.Fprintf(&b, "    forward: %s\n", s.forward)
+	case ModeMixed:
+		endpoint(endpointName, path, "async", "billing")
+		endpoint(syncEndpointName, path+"-sync", "sync", "billing")
+	default:
+		return nil, "", fmt.Errorf("bench: no generated config for --mode %s", s.mode)
+	}
+	fmt.Fprintf(&b, "worker: {concurrency: %d}\noutbox: {concurrency: %d}\nshutdown_timeout: 30s\n", s.workers, s.dispatchers)
+	// Only the secret: HOOKINBOX_DATABASE_URL, HOOKINBOX_LISTEN and HOOKINBOX_NATS_URL
+	// must not redirect the generated config.
 	lookup := func(k string) (string, bool) {
 		if k == envSecret {
 			return secret, true
@@ -49,7 +79,7 @@ func generatedConfig(mode, provider string, workers, dispatchers int, sink strin
 		config.Options{ResolveSecrets: true, LookupEnv: lookup})
 	if err != nil {
 		// What the generated endpoint cannot give a provider: options (hmac's header).
-		return nil, "", usagef("--provider %s: the generated endpoint has no options (send to a server configured for it with --url and --option): %v", provider, err)
+		return nil, "", usagef("--provider %s: the generated endpoint has no options (send to a server configured for it with --url and --option): %v", s.provider, err)
 	}
 	return cfg, secret, nil
 }

@@ -12,13 +12,32 @@ import (
 	"time"
 )
 
-// recordingSink is forward's receiver: it answers every delivery 200 and records the
-// first delivery of each event.
+// The sinks of --mode forward (--sink).
+const (
+	SinkHTTP = "http"
+	SinkNATS = "nats"
+)
+
+// A sink is forward's destination: the generated endpoint forwards there, and it
+// says what arrived.
+type sink interface {
+	// forward is the endpoint's forward target, a YAML flow mapping.
+	forward() string
+	// delivered counts the events delivered so far, for the wait and the progress
+	// line; a count it cannot read is the last it read.
+	delivered() int64
+	// report is forward's figures once the wait is over.
+	report(want int64, loadStart time.Time, started *sync.Map) (*ForwardReport, error)
+	close()
+}
+
+// recordingSink is forward's HTTP receiver: it answers every delivery 200 and
+// records the first delivery of each event.
 type recordingSink struct {
 	srv *http.Server
 	url string
 
-	delivered atomic.Int64 // distinct events
+	count atomic.Int64 // distinct events
 
 	mu           sync.Mutex
 	first        map[string]time.Time
@@ -45,22 +64,39 @@ func (s *recordingSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.redeliveries++
 	} else {
 		s.first[id] = now
-		s.delivered.Add(1)
+		s.count.Add(1)
 	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
 
-// report is forward's figures: deliveries of the accepted events, the time from the
-// first request to the last first delivery, and each event's latency from its
-// request's start to its delivery.
-func (s *recordingSink) report(want int64, loadStart time.Time, started *sync.Map) *ForwardReport {
+func (s *recordingSink) forward() string { return fmt.Sprintf("{url: %q}", s.url) }
+
+func (s *recordingSink) delivered() int64 { return s.count.Load() }
+
+func (s *recordingSink) report(want int64, loadStart time.Time, started *sync.Map) (*ForwardReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fr := &ForwardReport{Accepted: want, Delivered: s.delivered.Load(), Redeliveries: s.redeliveries}
+	fr := forwardFigures(s.first, s.redeliveries, want, loadStart, started)
+	fr.Sink = "an HTTP sink in this process, answering 200 at once"
+	return fr, nil
+}
+
+func (s *recordingSink) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
+// forwardFigures is forward's figures from the first delivery of each event: how
+// many of the want accepted events arrived, the time from the first request to the
+// last first delivery, and each event's latency from its request's start
+// (started) to its delivery.
+func forwardFigures(first map[string]time.Time, redeliveries, want int64, loadStart time.Time, started *sync.Map) *ForwardReport {
+	fr := &ForwardReport{Accepted: want, Delivered: int64(len(first)), Redeliveries: redeliveries}
 	var last time.Time
 	var lat []time.Duration
-	for id, at := range s.first {
+	for id, at := range first {
 		if at.After(last) {
 			last = at
 		}
@@ -78,10 +114,4 @@ func (s *recordingSink) report(want int64, loadStart time.Time, started *sync.Ma
 		}
 	}
 	return fr
-}
-
-func (s *recordingSink) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.srv.Shutdown(ctx)
 }
