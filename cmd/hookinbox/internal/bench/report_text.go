@@ -238,15 +238,7 @@ func (r *Report) writeAnchors(w io.Writer) {
 			}
 			fmt.Fprintf(w, "%-10s %.1f req/s, %d requests, %d answered 2xx: net/http + pgx, %s's statements, one transaction per request, a pool of %d\n",
 				"naive", n.RequestRate, n.Requests, ok, n.Script, n.PoolMaxConns)
-			if n.ErrorCount > 0 {
-				fmt.Fprintf(w, "%-10s %d: %s; first: %s\n", "", n.ErrorCount, counts(n.Errors), n.FirstError)
-			}
-			if n.Latency != nil {
-				fmt.Fprintf(w, "%-10s %s\n", "", n.Latency)
-			}
-			if n.CPU != nil {
-				fmt.Fprintf(w, "%-10s %s\n", "", n.CPU)
-			}
+			n.writeDetail(w)
 			if a := n.After; a != nil {
 				fmt.Fprintf(w, "%-10s left %s\n", "", a)
 			}
@@ -285,16 +277,22 @@ func (r *Report) writeMixed(w io.Writer) {
 	s := m.Sync
 	fmt.Fprintf(w, "%-10s %d requests in %.2f s to the sync billing endpoint, the same senders: %s; %.1f req/s\n",
 		"sync", s.Requests, s.ElapsedSeconds, counts(s.Outcomes), s.RequestRate)
-	if s.ErrorCount > 0 {
-		fmt.Fprintf(w, "%-10s %d: %s; first: %s\n", "", s.ErrorCount, counts(s.Errors), s.FirstError)
-	}
-	if s.Latency != nil {
-		fmt.Fprintf(w, "%-10s %s\n", "", s.Latency)
-	}
-	if s.CPU != nil {
-		fmt.Fprintf(w, "%-10s %s\n", "", s.CPU)
-	}
+	s.writeDetail(w)
 	if m.Ratio != nil {
 		fmt.Fprintf(w, "%-10s %.3f (processed while accepting %.1f events/s / sync %.1f req/s, the same run)\n", "ratio", *m.Ratio, m.ProcessedRate, s.RequestRate)
+	}
+}
+
+// writeDetail prints an anchor's or a second run's errors, latency and CPU time,
+// indented under the line that names it.
+func (l *LoadReport) writeDetail(w io.Writer) {
+	if l.ErrorCount > 0 {
+		fmt.Fprintf(w, "%-10s %d not 2xx: %s; first: %s\n", "", l.ErrorCount, counts(l.Errors), l.FirstError)
+	}
+	if l.Latency != nil {
+		fmt.Fprintf(w, "%-10s %s\n", "", l.Latency)
+	}
+	if l.CPU != nil {
+		fmt.Fprintf(w, "%-10s %s\n", "", l.CPU)
 	}
 }
