@@ -71,7 +71,7 @@ type Config struct {
 	Options  map[string]string
 	Secret   string
 
-	// Workers is worker.concurrency of drain and forward; Dispatchers
+	// Workers is worker.concurrency of drain, forward and mixed; Dispatchers
 	// outbox.concurrency of forward.
 	Workers     int
 	Dispatchers int
@@ -88,8 +88,8 @@ type Config struct {
 	Anchors []string
 	// Pgbench is the pgbench binary, or "off".
 	Pgbench string
-	// Timeout bounds drain's and forward's wait for the last event; RequestTimeout
-	// each request.
+	// Timeout bounds the wait of drain, forward and mixed for the last event;
+	// RequestTimeout each request.
 	Timeout        time.Duration
 	RequestTimeout time.Duration
 	// ServerLog, when set, receives the in-process server's JSON log lines.

@@ -250,8 +250,18 @@ func serveEndpoints(cfg *config.Config, backend *server.Backend, logger *slog.Lo
 	for _, ep := range cfg.Endpoints {
 		mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
 	}
+	base, shutdown, err := serveLocal(mux, logger)
+	if err != nil {
+		return "", nil, err
+	}
+	return base + cfg.Endpoints[0].Path, shutdown, nil
+}
+
+// serveLocal serves h on a free port of 127.0.0.1 with serve's HTTP timeouts, and
+// returns its base URL and what shuts it down (once, however often it is called).
+func serveLocal(h http.Handler, logger *slog.Logger) (string, func(), error) {
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: server.ReadHeaderTimeout,
 		ReadTimeout:       server.ReadTimeout,
 		WriteTimeout:      server.WriteTimeout,
@@ -263,11 +273,11 @@ func serveEndpoints(cfg *config.Config, backend *server.Backend, logger *slog.Lo
 		return "", nil, fmt.Errorf("error listening: %w", err)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + cfg.Endpoints[0].Path, func() {
+	return "http://" + ln.Addr().String(), sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}), nil
 }
 
 // runAccept measures async accepts with no worker running.

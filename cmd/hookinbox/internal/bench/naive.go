@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -160,23 +158,13 @@ func startNaive(ctx context.Context, db config.Database, mode, secret string, se
 	if mode == ModeSync {
 		n.script, n.billing = naiveSync, true
 	}
-	srv := &http.Server{
-		Handler:           n,
-		ReadHeaderTimeout: server.ReadHeaderTimeout,
-		ReadTimeout:       server.ReadTimeout,
-		WriteTimeout:      server.WriteTimeout,
-		IdleTimeout:       server.IdleTimeout,
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, shutdown, err := serveLocal(n, slog.New(slog.DiscardHandler))
 	if err != nil {
 		pool.Close()
-		return "", nil, fmt.Errorf("error listening for the naive receiver: %w", err)
+		return "", nil, fmt.Errorf("the naive receiver: %w", err)
 	}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + "/webhooks/stripe", sync.OnceFunc(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
+	return base + "/webhooks/stripe", sync.OnceFunc(func() {
+		shutdown()
 		pool.Close()
 	}), nil
 }
