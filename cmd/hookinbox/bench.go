@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,62 +12,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/bench"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
-
-// The modes of hookinbox bench.
-const (
-	benchSync    = "sync"
-	benchAccept  = "accept"
-	benchDrain   = "drain"
-	benchForward = "forward"
-)
-
-// benchDefaultDatabase is bench's database without --database-url. bench reads
-// neither HOOKINBOX_DATABASE_URL nor a config file, so that a load generator never
-// lands on a production database because of the environment it runs in.
-const benchDefaultDatabase = "postgres://postgres@127.0.0.1:5432/postgres"
-
-// benchDefaultDrainCount is the backlog of --mode drain without --count.
-const benchDefaultDrainCount = 10000
-
-// benchFlags are bench's options.
-type benchFlags struct {
-	mode           string
-	count          int
-	duration       time.Duration
-	concurrency    int
-	duplicates     float64
-	databaseURL    string
-	schema         string
-	keep           bool
-	url            string
-	provider       string
-	options        map[string]string
-	secret         string
-	secretEnv      string
-	workers        int
-	dispatchers    int
-	syncFlushers   int
-	acceptFlushers int
-	backlog        string
-	pgbench        string
-	timeout        time.Duration
-	requestTimeout time.Duration
-	serverLog      string
-	json           bool
-}
 
 func (a *app) benchCommand() *cobra.Command {
-	var cpuProfile string
-	var f benchFlags
+	var cpuProfile, secretEnv string
+	c := bench.Config{TemplateFunc: benchTemplate}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL",
+		Short: "Measure hookinbox's throughput and latency, beside pgbench on the same SQL and a hand-written receiver",
 		Long: `Generate load against hookinbox and print what it reached: the requests, the answers
 by outcome, the errors by status, the rate, the latency (p50, p90, p99, max), the
 in-process server's group commits (how many, and their mean size), where the CPU
@@ -85,11 +41,11 @@ cost per request of each side, and the idle share that waiting (round trips,
 fsync) leaves unused.
 
 By default bench starts a server in this process, wired as serve wires it, with a
-generated config (one endpoint, provider stripe, a random signing secret) on a fresh
+generated config (one endpoint, mixed two; provider stripe; a random signing secret) on a fresh
 PostgreSQL schema hookinbox_bench_<random>, which it creates, migrates and drops at
 the end (--keep keeps it; --schema NAME uses that schema, creating and migrating it
 if needed, and keeps it). The database is --database-url, default
-` + benchDefaultDatabase + `; sqlite:PATH benches a SQLite
+` + bench.DefaultDatabase + `; sqlite:PATH benches a SQLite
 file instead (created and migrated if needed, kept). bench reads neither
 HOOKINBOX_DATABASE_URL nor a config file, so that it never loads a production
 database by accident.
@@ -119,22 +75,39 @@ Modes (--mode):
            measures how fast they empty it. It prints the rate of each tenth of the
            backlog: a rate that falls tenth after tenth is a collapse (scans that
            grow, dead rows), not noise.
-  forward  the endpoint is async with handler forward, to an HTTP sink that bench
-           runs and that records every delivery (--workers workers, --dispatchers
-           outbox deliveries in flight). Measured until every accepted event is
-           delivered: the rate is delivered events/s, with the latency from a
-           request's start to its event's delivery.
+  forward  the endpoint is async with handler forward (--workers workers,
+           --dispatchers outbox deliveries in flight), to --sink: http (default), a
+           sink in this process that answers 200 at once and records every
+           delivery, or nats, a JetStream stream (file storage) that bench creates
+           on --nats-url (default ` + config.DefaultNATSURL + `) and deletes after,
+           whose messages it counts. Measured until every accepted event is
+           delivered: the rate is delivered events/s from the first request to the
+           last delivery, printed beside the accept rate of the same run and their
+           ratio (delivered/accepted: 1.0, the outbox keeps up with the arrivals),
+           with the latency from a request's start to its event's delivery.
+  mixed    the endpoint is async with the billing handler, and --workers workers
+           (worker.concurrency) process while it accepts, as serve runs them: it
+           prints accepted/s and processed/s over the same window (from the first
+           request to the last answer, processed counted by the server's
+           observer), and the backlog left at the end. Once the workers have
+           processed it, the same server's sync billing endpoint gets the same
+           senders, events and --duration or --count, and bench prints the ratio
+           processed-async/processed-sync: how close asynchronous processing comes
+           to doing the work in the request.
 
 --url URL sends to a server that is already running instead (--mode sync or accept,
 which then only say which answer a new event should get: bench notes others), signed
 with --secret-env (or --secret), --provider and --option as send signs. bench then
 starts nothing; with --database-url it also reads that database's settings and runs
-pgbench there.
+the anchors there.
 
-pgbench. On PostgreSQL, when pgbench is installed (--pgbench names it; off skips it),
-sync and accept also run pgbench in the same run, at the same concurrency (clients),
-for the same --duration or the same number of transactions as --count, in a fresh
-schema with the same tables (hookinbox_pgbench_<random>, dropped after), on the SQL
+Anchors (--anchor, default pgbench,naive; none runs neither): sync and accept run
+them after hookinbox, in the same run, on PostgreSQL, and print hookinbox's ratio to
+each.
+
+pgbench. When pgbench is installed (--pgbench names it; off skips it), bench runs
+it at the same concurrency (clients), for the same --duration or the same number of
+transactions as --count, in a fresh schema with the same tables (hookinbox_pgbench_<random>, dropped after), on the SQL
 that hookinbox sends for one request: bench/accept.pgbench (one INSERT ... ON
 CONFLICT DO NOTHING per commit) and bench/sync.pgbench (the billing transaction),
 prepared (-M prepared) as pgx prepares it. The ratio hookinbox/pgbench is hookinbox's
@@ -147,13 +120,29 @@ serve's: enough for every worker, flusher and outbox delivery at once; a
 sessions do better, and so it can where hookinbox
 commits several deliveries in one transaction (group commit): the scripts commit
 each delivery alone, as the seed's receiver does. With --duplicates there is no
-ratio: duplicates write nothing, pgbench's transactions are all new events. drain
-and forward have no pgbench anchor: what they measure, the workers' claims and
+ratio: duplicates write nothing, pgbench's transactions are all new events. drain,
+forward and mixed have no anchor: what they measure, the workers' claims and
 processing and the dispatcher's deliveries, is not one SQL script that pgbench could
-run in their place. The load generator, the server, pgbench and the database share
-this machine. Before hookinbox's run and before pgbench's, bench runs CHECKPOINT
-(when its role may: a superuser or pg_checkpoint), so that neither run starts with
-a checkpoint due and the other not.
+run, nor what a hand-written receiver does; forward and mixed compare with their own
+accept rate and with the sync endpoint instead. The load generator, the server, pgbench and the database share
+this machine. Before hookinbox's run and before each anchor's, bench runs CHECKPOINT
+(when its role may: a superuser or pg_checkpoint), so that no run starts with a
+checkpoint due and another not.
+
+naive. The receiver a team would write by hand, in this process: net/http and a pgx
+pool of one connection per sender, that reads the body, verifies the Stripe
+signature, decodes the event and, in one transaction per request, inserts the
+receipt (ON CONFLICT DO NOTHING: a duplicate writes nothing more) and for sync does
+the billing work (invoice upsert, ledger entry, outbox message), with the statements
+of bench/sync.pgbench (accept: bench/accept.pgbench's pending receipt alone) and the
+event's values bound as parameters; then it commits and answers 200. No group
+commit, no batching. It verifies with hookinbox's own provider package, not with
+stripe-go's webhook.ConstructEvent that a team would call: the binary does not
+depend on stripe-go. The same load generator drives it with the same senders,
+events and --duration or --count, on a fresh schema with the same tables
+(hookinbox_naive_<random>, dropped after). The ratio hookinbox/naive answers "how
+much faster is this than the code I would write?"; it holds with --duplicates,
+which the naive receiver answers without writing, as hookinbox does.
 
 The figures depend on the settings printed with them. This repository's CI machine
 runs its PostgreSQL with autovacuum off (SHOW autovacuum), and so does a benchmark
@@ -165,9 +154,9 @@ Ctrl-C stops sending, prints what was measured and drops the schemas. Progress g
 to stderr once a second, only when it is a terminal. The server's logs are
 formatted as serve formats them and discarded, or written to --server-log FILE.
 
-Exit codes: 0 when every request was answered 2xx (and, for drain and forward, every
-event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`,
-		Example: `  # the sync receive path, 8 senders for 10 s, beside pgbench
+Exit codes: 0 when every request was answered 2xx (and, for drain, forward and mixed,
+every event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`,
+		Example: `  # the sync receive path, 8 senders for 10 s, beside pgbench and the naive receiver
   hookinbox bench --mode sync --concurrency 8 --duration 10s
 
   # async accepts, 32 senders, on another PostgreSQL, as JSON
@@ -176,11 +165,17 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
   # how fast 4 workers drain 20000 receipts
   hookinbox bench --mode drain --count 20000 --workers 4
 
+  # accepting and processing at once with 8 workers, beside the sync endpoint
+  hookinbox bench --mode mixed --concurrency 32 --workers 8 --duration 10s
+
+  # forwarded to JetStream: delivered/s beside accepted/s
+  hookinbox bench --mode forward --sink nats --count 20000 --concurrency 32
+
   # a running server
   hookinbox bench --url http://127.0.0.1:8080/webhooks/stripe --secret-env STRIPE_WEBHOOK_SECRET --duration 30s`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.checkBenchFlags(cmd, &f); err != nil {
+			if err := a.checkBenchFlags(cmd, &c, secretEnv); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -198,33 +193,41 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return a.bench(ctx, &f)
+			err := bench.Run(ctx, &c, a.stdout, a.stderr)
+			if ue := (*bench.UsageError)(nil); errors.As(err, &ue) {
+				return &usageError{err}
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.mode, "mode", benchSync, "what to measure: sync, accept, drain or forward")
-	fl.IntVar(&f.count, "count", 0, "requests to send (drain: the backlog, default 10000); not with --duration")
-	fl.DurationVar(&f.duration, "duration", 0, "send for this long (default 10s without --count)")
-	fl.IntVar(&f.concurrency, "concurrency", 8, "closed-loop senders (requests in flight), and pgbench's clients")
-	fl.Float64Var(&f.duplicates, "duplicates", 0, "fraction of requests that resend an earlier event, 0 to 0.9")
-	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... or sqlite:PATH (default "+benchDefaultDatabase+"; HOOKINBOX_DATABASE_URL is not read)")
-	fl.StringVar(&f.schema, "schema", "", "PostgreSQL schema to use and keep, created and migrated if needed (default a fresh hookinbox_bench_<random>, dropped)")
-	fl.BoolVar(&f.keep, "keep", false, "keep the fresh schema hookinbox_bench_<random> for a look afterwards")
-	fl.StringVar(&f.url, "url", "", "send to this running endpoint instead of a server in this process (sync or accept)")
-	fl.StringVar(&f.provider, "provider", "stripe", "signature scheme and event shape (another than stripe: with --url or --mode forward)")
-	fl.StringToStringVar(&f.options, "option", nil, "scheme option key=value for --url, as in the endpoint's options (repeatable)")
-	fl.StringVar(&f.secret, "secret", "", "signing secret of the --url endpoint (prefer --secret-env)")
-	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the --url endpoint's signing secret")
-	fl.IntVar(&f.workers, "workers", 4, "workers (worker.concurrency) of drain and forward")
-	fl.IntVar(&f.dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward")
-	fl.IntVar(&f.syncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
-	fl.IntVar(&f.acceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
-	fl.StringVar(&f.backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
-	fl.StringVar(&f.pgbench, "pgbench", "pgbench", `the pgbench binary for the anchor of sync and accept, or "off"`)
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long drain and forward wait for the last event to be processed or delivered")
-	fl.DurationVar(&f.requestTimeout, "request-timeout", 30*time.Second, "timeout of each request")
-	fl.StringVar(&f.serverLog, "server-log", "", "write the in-process server's JSON log lines to this file (default: discarded)")
-	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of text")
+	fl.StringVar(&c.Mode, "mode", bench.ModeSync, "what to measure: sync, accept, drain, forward or mixed")
+	fl.IntVar(&c.Count, "count", 0, "requests to send (drain: the backlog, default 10000); not with --duration")
+	fl.DurationVar(&c.Duration, "duration", 0, "send for this long (default 10s without --count)")
+	fl.IntVar(&c.Concurrency, "concurrency", 8, "closed-loop senders (requests in flight), and pgbench's clients")
+	fl.Float64Var(&c.Duplicates, "duplicates", 0, "fraction of requests that resend an earlier event, 0 to 0.9")
+	fl.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... or sqlite:PATH (default "+bench.DefaultDatabase+"; HOOKINBOX_DATABASE_URL is not read)")
+	fl.StringVar(&c.Schema, "schema", "", "PostgreSQL schema to use and keep, created and migrated if needed (default a fresh hookinbox_bench_<random>, dropped)")
+	fl.BoolVar(&c.Keep, "keep", false, "keep the fresh schema hookinbox_bench_<random> for a look afterwards")
+	fl.StringVar(&c.URL, "url", "", "send to this running endpoint instead of a server in this process (sync or accept)")
+	fl.StringVar(&c.Provider, "provider", "stripe", "signature scheme and event shape (another than stripe: with --url or --mode forward)")
+	fl.StringToStringVar(&c.Options, "option", nil, "scheme option key=value for --url, as in the endpoint's options (repeatable)")
+	fl.StringVar(&c.Secret, "secret", "", "signing secret of the --url endpoint (prefer --secret-env)")
+	fl.StringVar(&secretEnv, "secret-env", "", "environment variable holding the --url endpoint's signing secret")
+	fl.IntVar(&c.Workers, "workers", 4, "workers (worker.concurrency) of drain, forward and mixed")
+	fl.StringVar(&c.Sink, "sink", bench.SinkHTTP, "where --mode forward forwards: http (a sink in this process) or nats (a JetStream stream bench creates and deletes)")
+	fl.StringVar(&c.NATSURL, "nats-url", config.DefaultNATSURL, "the NATS server, with JetStream, of --sink nats")
+	fl.IntVar(&c.Dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward")
+	fl.IntVar(&c.SyncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
+	fl.IntVar(&c.AcceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
+	fl.StringVar(&c.Backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
+	fl.StringSliceVar(&c.Anchors, "anchor", []string{bench.AnchorPgbench, bench.AnchorNaive},
+		"anchors beside hookinbox in the same run, of sync and accept: pgbench, naive (the hand-written receiver), or none")
+	fl.StringVar(&c.Pgbench, "pgbench", "pgbench", `the pgbench binary for the anchor of sync and accept, or "off"`)
+	fl.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long drain, forward and mixed wait for the last event to be processed or delivered")
+	fl.DurationVar(&c.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request")
+	fl.StringVar(&c.ServerLog, "server-log", "", "write the in-process server's JSON log lines to this file (default: discarded)")
+	fl.BoolVar(&c.JSON, "json", false, "print one JSON object instead of text")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run (load generator and server) to this file")
 	return cmd
 }
@@ -234,86 +237,108 @@ event was processed or delivered within --timeout), 1 otherwise, 2 usage error.`
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // checkBenchFlags refuses what bench cannot do, before it connects to anything.
-func (a *app) checkBenchFlags(cmd *cobra.Command, f *benchFlags) error {
+func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv string) error {
 	changed := cmd.Flags().Changed
-	switch f.mode {
-	case benchSync, benchAccept, benchDrain, benchForward:
+	switch c.Mode {
+	case bench.ModeSync, bench.ModeAccept, bench.ModeDrain, bench.ModeForward, bench.ModeMixed:
 	default:
-		return usagef("--mode %q: want sync, accept, drain or forward", f.mode)
+		return usagef("--mode %q: want sync, accept, drain, forward or mixed", c.Mode)
 	}
 	switch {
-	case f.count < 0:
+	case c.Count < 0:
 		return usagef("--count must be at least 1")
-	case changed("count") && f.count == 0:
+	case changed("count") && c.Count == 0:
 		return usagef("--count must be at least 1")
-	case changed("duration") && f.duration <= 0:
+	case changed("duration") && c.Duration <= 0:
 		return usagef("--duration must be positive")
 	case changed("count") && changed("duration"):
 		return usagef("give --count or --duration, not both")
-	case f.concurrency < 1:
+	case c.Concurrency < 1:
 		return usagef("--concurrency must be at least 1")
-	case f.duplicates < 0 || f.duplicates > 0.9:
-		return usagef("--duplicates must be between 0 and 0.9, got %g", f.duplicates)
-	case f.workers < 1:
+	case c.Duplicates < 0 || c.Duplicates > 0.9:
+		return usagef("--duplicates must be between 0 and 0.9, got %g", c.Duplicates)
+	case c.Workers < 1:
 		return usagef("--workers must be at least 1")
-	case f.dispatchers < 1:
+	case c.Dispatchers < 1:
 		return usagef("--dispatchers must be at least 1")
-	case f.timeout <= 0:
+	case c.Timeout <= 0:
 		return usagef("--timeout must be positive")
-	case f.requestTimeout <= 0:
+	case c.RequestTimeout <= 0:
 		return usagef("--request-timeout must be positive")
-	case f.backlog != "http" && f.backlog != "receive":
-		return usagef("--backlog %q: want http or receive", f.backlog)
-	case f.schema != "" && !schemaName.MatchString(f.schema):
-		return usagef("--schema %q: want a lower-case identifier (letters, digits, _)", f.schema)
-	case f.schema != "" && changed("keep"):
+	case c.Backlog != "http" && c.Backlog != "receive":
+		return usagef("--backlog %q: want http or receive", c.Backlog)
+	case c.Schema != "" && !schemaName.MatchString(c.Schema):
+		return usagef("--schema %q: want a lower-case identifier (letters, digits, _)", c.Schema)
+	case c.Schema != "" && changed("keep"):
 		return usagef("--schema is always kept; --keep is for the fresh schema")
+	case c.Sink != bench.SinkHTTP && c.Sink != bench.SinkNATS:
+		return usagef("--sink %q: want http or nats", c.Sink)
+	case changed("sink") && c.Mode != bench.ModeForward:
+		return usagef("--sink is for --mode forward")
+	case changed("nats-url") && c.Sink != bench.SinkNATS:
+		return usagef("--nats-url is for --sink nats")
 	}
-	if f.mode == benchDrain {
+	for _, a := range c.Anchors {
+		switch a {
+		case bench.AnchorPgbench, bench.AnchorNaive:
+		case "none":
+			if len(c.Anchors) > 1 {
+				return usagef("--anchor none runs no anchor: not with %s", strings.Join(slices.DeleteFunc(slices.Clone(c.Anchors), func(s string) bool { return s == "none" }), ","))
+			}
+		default:
+			return usagef("--anchor %q: want pgbench, naive or none", a)
+		}
+	}
+	if changed("anchor") && c.Mode != bench.ModeSync && c.Mode != bench.ModeAccept {
+		return usagef("--anchor: --mode %s has no anchor (sync and accept have)", c.Mode)
+	}
+	if c.Mode == bench.ModeDrain {
 		switch {
 		case changed("duration"):
 			return usagef("--mode drain measures a backlog of --count receipts, not a --duration")
-		case f.duplicates > 0:
+		case c.Duplicates > 0:
 			return usagef("--duplicates: --mode drain's backlog is distinct receipts")
 		}
-		if f.count == 0 {
-			f.count = benchDefaultDrainCount
+		if c.Count == 0 {
+			c.Count = bench.DefaultDrainCount
 		}
 	} else if changed("backlog") {
 		return usagef("--backlog is for --mode drain")
 	}
-	if f.count == 0 && f.duration == 0 {
-		f.duration = 10 * time.Second
+	if c.Count == 0 && c.Duration == 0 {
+		c.Duration = 10 * time.Second
 	}
-	if f.url != "" {
+	if c.URL != "" {
 		switch {
-		case f.mode == benchDrain || f.mode == benchForward:
-			return usagef("--mode %s needs the server in this process (its workers, its sink): not with --url", f.mode)
+		case c.Mode == bench.ModeDrain || c.Mode == bench.ModeForward || c.Mode == bench.ModeMixed:
+			return usagef("--mode %s needs the server in this process (its workers, its sink): not with --url", c.Mode)
 		case changed("schema") || changed("keep") || changed("server-log") || changed("workers") || changed("dispatchers"):
 			return usagef("--schema, --keep, --server-log, --workers and --dispatchers are for the server in this process, not --url")
-		case f.secret != "" && f.secretEnv != "":
+		case c.Secret != "" && secretEnv != "":
 			return usagef("give --secret or --secret-env, not both")
-		case f.secret == "" && f.secretEnv == "":
+		case c.Secret == "" && secretEnv == "":
 			return usagef("--url: no signing secret: pass --secret-env VAR (or --secret)")
 		}
-		if f.secretEnv != "" {
-			if v, _ := a.lookupEnv(f.secretEnv); v == "" {
-				return usagef("--secret-env: environment variable %s is empty or unset", f.secretEnv)
+		if secretEnv != "" {
+			v, _ := a.lookupEnv(secretEnv)
+			if v == "" {
+				return usagef("--secret-env: environment variable %s is empty or unset", secretEnv)
 			}
+			c.Secret = v
 		}
 	} else {
 		switch {
-		case f.secret != "" || f.secretEnv != "" || len(f.options) > 0:
+		case c.Secret != "" || secretEnv != "" || len(c.Options) > 0:
 			return usagef("--secret, --secret-env and --option sign for a --url endpoint; the server in this process gets a random secret")
-		case f.provider != "stripe" && f.mode != benchForward:
-			return usagef("--provider %s: --mode %s uses the billing handler, which takes Stripe's events (other providers: --mode forward or --url)", f.provider, f.mode)
+		case c.Provider != "stripe" && c.Mode != bench.ModeForward:
+			return usagef("--provider %s: --mode %s uses the billing handler, which takes Stripe's events (other providers: --mode forward or --url)", c.Provider, c.Mode)
 		}
 	}
-	if _, ok := templates[f.provider]; !ok || notBenched[f.provider] {
-		return usagef("--provider %s: want one of %s", f.provider, strings.Join(flagProviders(), ", "))
+	if _, ok := templates[c.Provider]; !ok || notBenched[c.Provider] {
+		return usagef("--provider %s: want one of %s", c.Provider, strings.Join(flagProviders(), ", "))
 	}
-	if f.databaseURL != "" {
-		if _, err := config.ParseDatabaseURL(f.databaseURL, config.SourceFlag); err != nil {
+	if c.DatabaseURL != "" {
+		if _, err := config.ParseDatabaseURL(c.DatabaseURL, config.SourceFlag); err != nil {
 			return usagef("--database-url: %v", err)
 		}
 	}
@@ -339,105 +364,19 @@ func flagProviders() []string {
 	return names
 }
 
-// bench runs the measurement f describes and prints it.
-func (a *app) bench(ctx context.Context, f *benchFlags) error {
-	r := &benchReport{
-		Mode: f.mode, Concurrency: f.concurrency, Count: f.count,
-		DurationSeconds: f.duration.Seconds(), Duplicates: f.duplicates,
-		Settings: hostSettings(),
-	}
-	progress := newProgress(a.stderr)
-	var err error
-	if f.url != "" {
-		err = a.benchRemote(ctx, f, r, progress)
-	} else {
-		err = a.benchInProcess(ctx, f, r, progress)
-	}
-	progress.untrack()
-	if err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		r.Interrupted = true
-	}
-	r.finish()
-	if f.json {
-		if err := r.writeJSON(a.stdout); err != nil {
-			return err
-		}
-	} else {
-		r.writeText(a.stdout)
-	}
-	return r.failure()
-}
-
-// benchEnvSecret is the variable the generated config reads the random secret from.
-const benchEnvSecret = "HOOKINBOX_BENCH_SECRET"
-
-// isTerminal reports whether w is a terminal, for the progress line.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
+// benchTemplate builds bench's events from send's templates, with the provider's
+// default type.
+func benchTemplate(provider string, e bench.TemplateEvent) (bench.Template, error) {
+	tmpl, ok := templates[provider]
 	if !ok {
-		return false
+		return bench.Template{}, fmt.Errorf("--provider %s: no event template", provider)
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// benchRemote sends to a server that is already running. With --database-url it
-// also reads that database's settings and runs the pgbench anchor there.
-func (a *app) benchRemote(ctx context.Context, f *benchFlags, r *benchReport, p *progress) error {
-	r.Target = f.url
-	secret := f.secret
-	if f.secretEnv != "" {
-		secret, _ = a.lookupEnv(f.secretEnv)
-	}
-	signer, err := hookinboxtest.SignerFor(f.provider, []string{secret}, f.options)
+	body, signType, err := tmpl.build(templateEvent{
+		ID: e.ID, Type: tmpl.defaultType, Invoice: e.Invoice,
+		Customer: e.Customer, Amount: e.Amount, Currency: e.Currency, Options: e.Options,
+	}, time.Now())
 	if err != nil {
-		return usagef("--provider %s: %v", f.provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+		return bench.Template{}, err
 	}
-	gen, err := newEventGen(f.provider, f.options)
-	if err != nil {
-		return err
-	}
-	var admin *pgxpool.Pool
-	if f.databaseURL != "" {
-		db, _ := config.ParseDatabaseURL(f.databaseURL, config.SourceFlag)
-		r.Database = db.String()
-		if db.Driver == config.DriverSQLite {
-			r.Settings.Database = "sqlite"
-		} else {
-			if admin, err = connectAdmin(ctx, f.databaseURL); err != nil {
-				return err
-			}
-			defer admin.Close()
-			r.Settings.readPostgres(ctx, admin, "")
-			r.Settings.checkpoint(ctx, admin)
-		}
-	}
-	lf := &loadFlags{f: f, signer: signer, gen: gen, cpu: newCPUMeter("bench (load generator)", f.databaseURL)}
-	spec, answered := lf.spec(f.url)
-	p.track(f.mode, "requests", answered.Load)
-	res := runLoad(ctx, spec)
-	p.untrack()
-	r.setLoad(res)
-	r.setRate(r.RequestRate, "req/s")
-	if ctx.Err() != nil {
-		return nil
-	}
-	if f.databaseURL == "" {
-		r.Pgbench = &pgbenchReport{Skipped: "--url without --database-url: bench does not know the server's database"}
-		return nil
-	}
-	// The anchor's schema has the tables of the mode's generated config.
-	cfg, _, err := benchConfig(f.mode, "stripe", 1, 1, "")
-	if err != nil {
-		return err
-	}
-	anchorGen, err := newEventGen("stripe", nil)
-	if err != nil {
-		return err
-	}
-	r.Pgbench = runPgbenchFor(ctx, f, admin, f.databaseURL, cfg, anchorGen, &r.Settings)
-	return nil
+	return bench.Template{Type: tmpl.defaultType, SignType: signType, Body: body}, nil
 }

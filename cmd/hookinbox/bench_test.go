@@ -1,40 +1,49 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"os"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/bench"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testnats"
 )
 
 // benchJSON is the part of bench --json the tests read: counts, never a rate or a
 // time, which depend on the machine.
 type benchJSON struct {
-	Mode          string           `json:"mode"`
-	Requests      int64            `json:"requests"`
-	Outcomes      map[string]int64 `json:"outcomes"`
-	Errors        map[string]int64 `json:"errors"`
-	ErrorCount    int64            `json:"error_count"`
-	Incomplete    string           `json:"incomplete"`
-	Schema        string           `json:"schema"`
-	DatabaseAfter *dbCounts        `json:"database_after"`
-	Drain         *drainReport     `json:"drain"`
-	Forward       *forwardReport   `json:"forward"`
-	Pgbench       *pgbenchReport   `json:"pgbench"`
-	Settings      benchSettings    `json:"settings"`
-	CPU           *cpuReport       `json:"cpu"`
+	Mode          string               `json:"mode"`
+	Requests      int64                `json:"requests"`
+	Outcomes      map[string]int64     `json:"outcomes"`
+	Errors        map[string]int64     `json:"errors"`
+	ErrorCount    int64                `json:"error_count"`
+	Incomplete    string               `json:"incomplete"`
+	Schema        string               `json:"schema"`
+	DatabaseAfter *bench.DBCounts      `json:"database_after"`
+	Drain         *bench.DrainReport   `json:"drain"`
+	Forward       *bench.ForwardReport `json:"forward"`
+	Mixed         *bench.MixedReport   `json:"mixed"`
+	Pgbench       *bench.PgbenchReport `json:"pgbench"`
+	Naive         *bench.NaiveReport   `json:"naive"`
+	Ratio         *float64             `json:"ratio"`
+	RatioNaive    *float64             `json:"ratio_naive"`
+	Settings      bench.Settings       `json:"settings"`
+	CPU           *bench.CPUReport     `json:"cpu"`
 }
 
 // TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
 // its own and checks that what bench reports is what the database holds: 200
-// requests, 200 receipts, no error, and pgbench's 200 transactions where it ran.
+// requests, 200 receipts (mixed: 200 more to its sync endpoint), no error, and the
+// anchors' 200 requests or transactions where they ran.
 func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -43,12 +52,16 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 		outcome string
 		// pending receipts and pending outbox messages afterwards; ledger entries.
 		pending, outboxPending, ledger int64
+		// receipts afterwards, when not 200.
+		receipts int64
 	}{
 		{mode: "accept", args: []string{"--concurrency", "4"}, outcome: "accepted", pending: 200},
 		{mode: "sync", args: []string{"--concurrency", "4"}, outcome: "processed", ledger: 200, outboxPending: 200},
 		{mode: "drain", outcome: "accepted", ledger: 200, outboxPending: 200},
 		{mode: "drain", args: []string{"--backlog", "receive"}, outcome: "accepted", ledger: 200, outboxPending: 200},
 		{mode: "forward", args: []string{"--concurrency", "4"}, outcome: "accepted"},
+		{mode: "forward", args: []string{"--concurrency", "4", "--sink", "nats"}, outcome: "accepted"},
+		{mode: "mixed", args: []string{"--concurrency", "4", "--workers", "2"}, outcome: "accepted", receipts: 400, ledger: 400, outboxPending: 400},
 	}
 	for _, tt := range tests {
 		name := strings.Join(append([]string{tt.mode}, tt.args...), "_")
@@ -57,6 +70,11 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 			db := testdb.New(t)
 			args := append([]string{"bench", "--mode", tt.mode, "--count", "200", "--json",
 				"--database-url", testdb.URL(), "--schema", db.Schema}, tt.args...)
+			var stream *testnats.Stream
+			if slices.Contains(tt.args, "nats") {
+				stream = testnats.New(t) // the test's NATS server; bench makes its own stream
+				args = append(args, "--nats-url", stream.Conn.ConnectedUrl())
+			}
 			out := mustRun(t, childEnv(), args...)
 			var r benchJSON
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -70,7 +88,7 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 				t.Errorf("schema %q, want --schema %q", r.Schema, db.Schema)
 			}
 
-			var got dbCounts
+			var got bench.DBCounts
 			ctx := context.Background()
 			if err := db.Pool.QueryRow(ctx, `
 SELECT (SELECT count(*) FROM hookinbox_inbox),
@@ -86,9 +104,9 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					t.Fatal(err)
 				}
 			}
-			want := dbCounts{Receipts: 200, ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
+			want := bench.DBCounts{Receipts: cmp.Or(tt.receipts, 200), ReceiptsPending: tt.pending, OutboxPending: tt.outboxPending}
 			if tt.mode != "accept" {
-				want.OutboxMessages = 200
+				want.OutboxMessages = want.Receipts
 			}
 			if got != want || ledger != tt.ledger {
 				t.Errorf("database holds %+v and %d ledger entries, want %+v and %d", got, ledger, want, tt.ledger)
@@ -117,11 +135,31 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					}
 				}
 			case "forward":
-				if f := r.Forward; f == nil || f.Accepted != 200 || f.Delivered != 200 {
-					t.Errorf("forward %+v, want 200 accepted and delivered", f)
+				if f := r.Forward; f == nil || f.Accepted != 200 || f.Delivered != 200 || f.Redeliveries != 0 || f.Ratio == nil || f.EndToEnd == nil {
+					t.Errorf("forward %+v, want 200 accepted and delivered once, their ratio and latency", f)
+				} else if stream != nil {
+					if !strings.Contains(f.Sink, "JetStream") || !strings.HasPrefix(f.Stream, "HOOKINBOX_BENCH_") {
+						t.Errorf("forward to %q, stream %q: want bench's JetStream stream", f.Sink, f.Stream)
+					}
+					if _, err := stream.JetStream.Stream(ctx, f.Stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+						t.Errorf("stream %s after the run: %v, want it deleted", f.Stream, err)
+					}
+				} else if !strings.Contains(f.Sink, "HTTP") {
+					t.Errorf("forward to %q, want the HTTP sink", f.Sink)
+				}
+			case "mixed":
+				m := r.Mixed
+				if m == nil || m.Workers != 2 || m.Accepted != 200 || m.ProcessedWhileAccepting+m.BacklogAtEnd != 200 || m.FailedAttempts != 0 {
+					t.Fatalf("mixed %+v, want 200 accepted by 2 workers, processed while accepting or after", m)
+				}
+				if s := m.Sync; s == nil || s.Requests != 200 || s.Outcomes["processed"] != 200 || s.ErrorCount != 0 || m.Ratio == nil {
+					t.Errorf("mixed's sync run %+v and ratio %v, want 200 processed and a ratio", s, m.Ratio)
+				} else {
+					checkCPU(t, s.CPU, "request")
 				}
 			}
 			checkPgbench(t, tt.mode, r.Pgbench)
+			checkNaive(t, tt.mode, r)
 		})
 	}
 }
@@ -129,7 +167,7 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 // checkCPU checks that on Linux a phase's CPU time was measured, per unit of work,
 // with PostgreSQL's (the test database is on this machine). Never its figures, which
 // depend on the machine.
-func checkCPU(t *testing.T, r *cpuReport, per string) {
+func checkCPU(t *testing.T, r *bench.CPUReport, per string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		return
@@ -141,7 +179,7 @@ func checkCPU(t *testing.T, r *cpuReport, per string) {
 
 // checkPgbench checks the anchor's count where pgbench is installed: the same 200
 // transactions, none failed. Elsewhere bench must say why it did not run.
-func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
+func checkPgbench(t *testing.T, mode string, p *bench.PgbenchReport) {
 	t.Helper()
 	switch {
 	case mode != "sync" && mode != "accept":
@@ -159,6 +197,34 @@ func checkPgbench(t *testing.T, mode string, p *pgbenchReport) {
 		if runtime.GOOS == "linux" && p.CPU != nil && p.CPU.Process != "pgbench" {
 			t.Errorf("pgbench's cpu is of %q, want pgbench's own", p.CPU.Process)
 		}
+	}
+}
+
+// checkNaive checks the hand-written receiver's run: the same 200 requests, all 2xx,
+// its rows in its own schema, and the ratio to it. Never a figure.
+func checkNaive(t *testing.T, mode string, r benchJSON) {
+	t.Helper()
+	n := r.Naive
+	switch {
+	case mode != "sync" && mode != "accept":
+		if n != nil || r.RatioNaive != nil {
+			t.Errorf("--mode %s has no naive anchor, but it reported %+v", mode, n)
+		}
+		return
+	case n == nil || n.Skipped != "" || n.Error != "":
+		t.Fatalf("naive %+v, want a run", n)
+	}
+	if n.Requests != 200 || n.ErrorCount != 0 || n.Outcomes["200"] != 200 || n.PoolMaxConns != 4 || n.Script != "bench/"+mode+".pgbench" {
+		t.Errorf("naive: %d requests, %d errors (%s), outcomes %v, pool %d, script %q; want 200 answered 200 by a pool of 4 running bench/%s.pgbench",
+			n.Requests, n.ErrorCount, n.FirstError, n.Outcomes, n.PoolMaxConns, n.Script, mode)
+	}
+	wantLedger := map[string]int64{"sync": 200, "accept": 0}[mode]
+	if a := n.After; a == nil || a.Receipts != 200 || a.LedgerEntries == nil || *a.LedgerEntries != wantLedger {
+		t.Errorf("naive left %v, want 200 receipts and %d ledger entries", a, wantLedger)
+	}
+	checkCPU(t, n.CPU, "request")
+	if r.RatioNaive == nil {
+		t.Error("no ratio_naive")
 	}
 }
 
@@ -215,7 +281,12 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain or forward`},
+		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain, forward or mixed`},
+		{[]string{"--url", "http://127.0.0.1:1/x", "--mode", "mixed", "--secret", "s"}, "--mode mixed needs the server in this process"},
+		{[]string{"--mode", "forward", "--sink", "kafka"}, `--sink "kafka": want http or nats`},
+		{[]string{"--sink", "nats"}, "--sink is for --mode forward"},
+		{[]string{"--mode", "forward", "--nats-url", "nats://127.0.0.1:4222"}, "--nats-url is for --sink nats"},
+		{[]string{"--mode", "mixed", "--anchor", "pgbench"}, "--anchor: --mode mixed has no anchor"},
 		{[]string{"--count", "10", "--duration", "1s"}, "give --count or --duration, not both"},
 		{[]string{"--count", "0"}, "--count must be at least 1"},
 		{[]string{"--concurrency", "0"}, "--concurrency must be at least 1"},
@@ -234,6 +305,9 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--mode", "forward", "--provider", "discord"}, "--provider discord: want one of"},
 		{[]string{"--schema", "Bench-1"}, `--schema "Bench-1": want a lower-case identifier`},
 		{[]string{"--schema", "b", "--keep"}, "--schema is always kept"},
+		{[]string{"--anchor", "river"}, `--anchor "river": want pgbench, naive or none`},
+		{[]string{"--anchor", "none,naive"}, "--anchor none runs no anchor: not with naive"},
+		{[]string{"--mode", "drain", "--anchor", "naive"}, "--anchor: --mode drain has no anchor"},
 		{[]string{"--database-url", "mysql://x/y"}, `--database-url: unsupported database URL: scheme "mysql"`},
 	}
 	for _, tt := range tests {
@@ -244,54 +318,5 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.msg)
 			}
 		})
-	}
-}
-
-// bench/*.pgbench are the scripts bench runs; a change to the one must be made to the
-// other.
-func TestBench_PgbenchScriptsAreTheFilesInBench(t *testing.T) {
-	t.Parallel()
-	for mode, s := range pgbenchScripts {
-		b, err := os.ReadFile(filepath.Join("..", "..", "bench", s.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != s.text {
-			t.Errorf("bench/%s differs from the script bench runs for --mode %s (cmd/hookinbox/bench_pgbench.go)", s.file, mode)
-		}
-	}
-}
-
-func TestBench_Summaries(t *testing.T) {
-	t.Parallel()
-	var lat []time.Duration
-	for i := 1; i <= 100; i++ {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
-	}
-	if got, want := *summarize(lat), (latencySummary{P50: 50, P90: 90, P99: 99, Max: 100}); got != want {
-		t.Errorf("summarize(1..100 ms) = %+v, want %+v", got, want)
-	}
-	if summarize(nil) != nil {
-		t.Error("summarize(nil) is not nil")
-	}
-
-	var pr pgbenchReport
-	parsePgbench(`number of transactions actually processed: 200/200
-number of failed transactions: 0 (0.000%)
-latency average = 1.163 ms
-initial connection time = 3.1 ms
-tps = 1720.456 (without initial connection time)
-`, &pr)
-	if pr.Transactions != 200 || pr.Failed != 0 || pr.TPS != 1720.5 {
-		t.Errorf("parsed %+v", pr)
-	}
-	got, err := appendLatencies(nil, strings.NewReader("0 1 8406 0 1796104754 498824\n1 1 failed 0 1796104754 498842\n0 2 604 0 1796104754 499448\n"))
-	if err != nil || len(got) != 2 || got[0] != 8406*time.Microsecond || got[1] != 604*time.Microsecond {
-		t.Errorf("latencies %v, %v", got, err)
-	}
-
-	u, err := libpqURL("postgres://u:p@h:5432/db?sslmode=disable&pool_max_conns=20&search_path=x&application_name=a")
-	if err != nil || u != "postgres://u:p@h:5432/db?application_name=a&sslmode=disable" {
-		t.Errorf("libpqURL = %q, %v", u, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -266,3 +267,6 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		t.Errorf("synchronous standby: %d events answered 2xx are missing on the new primary: %v", len(lost), lost[:min(len(lost), 10)])
 	}
 }
+
+// ms is d in milliseconds, rounded to the microsecond.
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

@@ -5,7 +5,7 @@
 // "accepted" and does nothing else — no signature, no JSON, no database. bench's load
 // generator against it measures what HTTP alone costs on the machine, both sides:
 //
-//	go run ./bench/httpfloor &
+//	go run ./cmd/hookinbox/internal/bench/httpfloor &
 //	hookinbox bench --mode accept --url http://127.0.0.1:18099/ --secret x --concurrency 32
 //	kill %1    # prints the requests served and its CPU time per request
 //

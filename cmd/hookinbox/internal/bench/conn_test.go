@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func TestConnPoster_SendsSignedRequestsAndReadsEveryAnswer(t *testing.T) {
 	if _, ok := p.(*connPoster); !ok {
 		t.Fatalf("an http:// URL gets %T, want a *connPoster", p)
 	}
-	gen, err := newEventGen("stripe", nil)
+	gen, err := newEventGen(stripeTemplate, "stripe", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

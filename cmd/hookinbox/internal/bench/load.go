@@ -1,7 +1,6 @@
-package main
+package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -16,64 +15,6 @@ import (
 
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
-
-// Placeholders in a template body, replaced by each request's ids. Plain ASCII, so
-// that JSON encoding leaves them as they are.
-const (
-	placeholderEvent   = "HOOKINBOXBENCHEVENTID"
-	placeholderInvoice = "HOOKINBOXBENCHINVOICEID"
-)
-
-// eventGen builds the events of a run: the provider's template, built once, with a
-// new event id (and, for stripe, invoice id) per sequence number. The same number
-// always gives the same event, which is how a duplicate is resent.
-type eventGen struct {
-	run      string // random, so that runs on one database never share ids
-	typ      string
-	signType string
-	body     []byte
-	next     atomic.Int64
-}
-
-func newEventGen(provider string, options map[string]string) (*eventGen, error) {
-	tmpl, ok := templates[provider]
-	if !ok {
-		return nil, fmt.Errorf("--provider %s: no event template", provider)
-	}
-	e := templateEvent{
-		ID: placeholderEvent, Type: tmpl.defaultType, Invoice: placeholderInvoice,
-		Customer: "cus_hookinbox_bench", Amount: 1000, Currency: "usd", Options: options,
-	}
-	body, signType, err := tmpl.build(e, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	return &eventGen{run: randomHex(4), typ: tmpl.defaultType, signType: signType, body: body}, nil
-}
-
-// ids returns the event id and invoice id of sequence number seq.
-func (g *eventGen) ids(seq int64) (event, invoice string) {
-	n := strconv.FormatInt(seq, 10)
-	return "evt_bench_" + g.run + "_" + n, "in_bench_" + g.run + "_" + n
-}
-
-// event returns the event of sequence number seq.
-func (g *eventGen) event(seq int64) outgoing {
-	id, invoice := g.ids(seq)
-	body := bytes.ReplaceAll(g.body, []byte(placeholderEvent), []byte(id))
-	body = bytes.ReplaceAll(body, []byte(placeholderInvoice), []byte(invoice))
-	ev := outgoing{id: id, typ: g.typ, body: body}
-	if g.signType != g.typ {
-		ev.signType = g.signType
-	}
-	return ev
-}
-
-// sample returns one event's body with the ids given, for pgbench's payload.
-func (g *eventGen) sample(id, invoice string) []byte {
-	body := bytes.ReplaceAll(g.body, []byte(placeholderEvent), []byte(id))
-	return bytes.ReplaceAll(body, []byte(placeholderInvoice), []byte(invoice))
-}
 
 // loadSpec is one closed-loop run.
 type loadSpec struct {
@@ -111,7 +52,7 @@ type loadResult struct {
 	// Latencies are every request's, sorted.
 	Latencies []time.Duration
 	// CPU is the run's CPU time per request, when measured.
-	CPU *cpuReport
+	CPU *CPUReport
 }
 
 // ok counts the 2xx answers.
@@ -273,27 +214,8 @@ func (s *sender) send(spec *loadSpec) {
 	}
 }
 
-// post1 sends ev signed now and returns the status and the Hookinbox-Outcome (for a
-// refusal, the start of the body), reading the body to the end so that the
-// connection is reused.
-func post1(client *http.Client, url string, signer hookinboxtest.Signer, ev outgoing) (int, string, error) {
-	req, err := newSignedRequest(url, signer, ev)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	outcome, err := readOutcome(resp)
-	if err != nil {
-		return 0, "", err
-	}
-	return resp.StatusCode, outcome, nil
-}
-
-// latencySummary is a distribution's percentiles, in milliseconds.
-type latencySummary struct {
+// LatencySummary is a distribution's percentiles, in milliseconds.
+type LatencySummary struct {
 	P50 float64 `json:"p50"`
 	P90 float64 `json:"p90"`
 	P99 float64 `json:"p99"`
@@ -301,7 +223,7 @@ type latencySummary struct {
 }
 
 // summarize returns the nearest-rank percentiles of sorted; nil when it is empty.
-func summarize(sorted []time.Duration) *latencySummary {
+func summarize(sorted []time.Duration) *LatencySummary {
 	if len(sorted) == 0 {
 		return nil
 	}
@@ -309,7 +231,7 @@ func summarize(sorted []time.Duration) *latencySummary {
 		i := int(math.Ceil(p*float64(len(sorted)))) - 1
 		return ms(sorted[max(i, 0)])
 	}
-	return &latencySummary{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms(sorted[len(sorted)-1])}
+	return &LatencySummary{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms(sorted[len(sorted)-1])}
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

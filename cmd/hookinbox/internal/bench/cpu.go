@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -84,12 +84,12 @@ func (m *cpuMeter) sample() cpuSample {
 // (requests, receipts, events), and returns nil when nothing could be read. child,
 // when positive, is the CPU time of the child process that did the work (pgbench),
 // reported instead of this process's.
-func (m *cpuMeter) start(per string) func(n int64, child time.Duration) *cpuReport {
+func (m *cpuMeter) start(per string) func(n int64, child time.Duration) *CPUReport {
 	if m == nil {
-		return func(int64, time.Duration) *cpuReport { return nil }
+		return func(int64, time.Duration) *CPUReport { return nil }
 	}
 	before := m.sample()
-	return func(n int64, child time.Duration) *cpuReport {
+	return func(n int64, child time.Duration) *CPUReport {
 		after := m.sample()
 		if !before.ok || !after.ok || n <= 0 {
 			return nil
@@ -101,7 +101,7 @@ func (m *cpuMeter) start(per string) func(n int64, child time.Duration) *cpuRepo
 		us := func(ticks int64) float64 {
 			return round1(float64(time.Duration(ticks)*clockTick) / float64(time.Microsecond) / float64(n))
 		}
-		r := &cpuReport{
+		r := &CPUReport{
 			Process: m.process, Per: per,
 			ProcessUS:   us(after.self - before.self),
 			BusyPercent: busy,
@@ -118,7 +118,7 @@ func (m *cpuMeter) start(per string) func(n int64, child time.Duration) *cpuRepo
 }
 
 // String prints the report as bench's cpu line.
-func (r *cpuReport) String() string {
+func (r *CPUReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %.1f µs", r.Process, r.ProcessUS)
 	if r.PostgresUS != nil {
@@ -128,9 +128,9 @@ func (r *cpuReport) String() string {
 	return b.String()
 }
 
-// cpuReport is a phase's CPU time per unit of work, in microseconds, and the share
+// CPUReport is a phase's CPU time per unit of work, in microseconds, and the share
 // of the machine's cores that were busy meanwhile.
-type cpuReport struct {
+type CPUReport struct {
 	// Process names what ProcessUS measured: bench's process (the load generator,
 	// and the in-process server when there is one), or pgbench's.
 	Process string `json:"process"`

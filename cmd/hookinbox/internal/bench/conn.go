@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 // A poster sends one signed event and returns the status and the Hookinbox-Outcome
 // (for a refusal, the start of the body).
 type poster interface {
-	post(ev outgoing) (status int, outcome string, err error)
+	post(ev event) (status int, outcome string, err error)
 	close()
 }
 
@@ -57,8 +57,27 @@ type clientPoster struct {
 	signer hookinboxtest.Signer
 }
 
-func (c *clientPoster) post(ev outgoing) (int, string, error) {
-	return post1(c.client, c.url, c.signer, ev)
+// post sends ev signed now and reads the answer to the end, so that the connection
+// is reused.
+func (c *clientPoster) post(ev event) (int, string, error) {
+	h, err := signedHeaders(c.url, c.signer, ev)
+	if err != nil {
+		return 0, "", err
+	}
+	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(ev.body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header = h
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	outcome, err := readOutcome(resp)
+	if err != nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, outcome, nil
 }
 
 func (c *clientPoster) close() {}
@@ -75,7 +94,7 @@ type connPoster struct {
 	buf  bytes.Buffer
 }
 
-func (c *connPoster) post(ev outgoing) (int, string, error) {
+func (c *connPoster) post(ev event) (int, string, error) {
 	h, err := signedHeaders(c.url, c.signer, ev)
 	if err != nil {
 		return 0, "", err
@@ -144,7 +163,7 @@ func (c *connPoster) close() {
 
 // signedHeaders returns the headers of ev signed now for url, with a JSON content
 // type unless the signer sets another.
-func signedHeaders(url string, signer hookinboxtest.Signer, ev outgoing) (http.Header, error) {
+func signedHeaders(url string, signer hookinboxtest.Signer, ev event) (http.Header, error) {
 	return probe.SignedHeaders(url, signer, ev.body, ev.id, cmp.Or(ev.signType, ev.typ), time.Now())
 }
 
