@@ -319,7 +319,8 @@ SELECT m.aggregate_type, m.aggregate_id, m.event_type, m.payload::jsonb,
 	// takes no slot from the others. An ordered destination's message is taken only
 	// when no earlier message of its key (aggregate type and id) is still pending or
 	// needs review: one message of a key in flight, oldest first
-	// (hookinbox_outbox_key_order answers the check). $1 is the limit per
+	// (hookinbox_outbox_claim_order gives each destination's claimable rows in
+	// order, hookinbox_outbox_key_order answers the check). $1 is the limit per
 	// destination of $4, $5 whether it is ordered.
 	sqlOutboxClaim = `
 UPDATE hookinbox_outbox AS o
