@@ -69,7 +69,7 @@ var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T)
 	if err := pgxdriver.New(db.Pool).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	w := &world[pgx.Tx]{
@@ -128,7 +128,7 @@ var sqliteHarness = harness[*sql.Tx]{name: "sqlite", open: func(t *testing.T) *w
 	if err := sqlitedriver.New(main).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, main); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(main)); err != nil {
 		t.Fatal(err)
 	}
 	w := &world[*sql.Tx]{

@@ -85,7 +85,7 @@ func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE test_effects (id bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)`); err != nil {

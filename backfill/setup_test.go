@@ -58,7 +58,7 @@ func setupWrapped(t *testing.T, mode hookinbox.Mode, wrap func(hookinbox.Handler
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	for typ, fn := range billing.Handlers() {

@@ -40,7 +40,7 @@ func TestStripe_OnSQLite(t *testing.T) {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, db); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	billing.RegisterSQL(inbox, endpoint)

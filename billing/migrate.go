@@ -2,15 +2,10 @@ package billing
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/hookinbox/hookinbox/driver"
-	"github.com/hookinbox/hookinbox/driver/pgxdriver"
-	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 )
 
 //go:embed migrations/postgres/*.sql migrations/sqlite/*.sql
@@ -20,7 +15,7 @@ var migrationFS embed.FS
 const MigrationTable = "billing_migration"
 
 // Migrations returns billing's migrations for the named driver ("postgres" or
-// "sqlite"), for teams that apply migrations with their own tool.
+// "sqlite", a driver's Name), for teams that apply migrations with their own tool.
 func Migrations(driverName string) (driver.MigrationLine, error) {
 	switch driverName {
 	case "postgres", "sqlite":
@@ -35,47 +30,25 @@ func Migrations(driverName string) (driver.MigrationLine, error) {
 }
 
 // Migrate creates or updates billing's tables (invoices, ledger_entries,
-// billing_anomalies) on PostgreSQL. hookinbox's own Migrate never creates them: only
-// an application that uses the billing handlers calls this. It is safe to run twice
-// and from several processes at once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	line, err := Migrations("postgres")
+// billing_anomalies) through d, on PostgreSQL or SQLite. hookinbox's own Migrate never
+// creates them: only an application that uses the billing handlers calls this. It is
+// safe to run twice and from several processes at once.
+func Migrate[TTx any](ctx context.Context, d driver.Driver[TTx]) error {
+	line, err := Migrations(d.Name())
 	if err != nil {
 		return err
 	}
-	if err := pgxdriver.MigrateLine(ctx, pool, line); err != nil {
+	if err := d.MigrateLine(ctx, line); err != nil {
 		return fmt.Errorf("error migrating billing: %w", err)
 	}
 	return nil
 }
 
-// MigrateSQLite is Migrate for a SQLite database opened with sqlitedriver.Open.
-func MigrateSQLite(ctx context.Context, db *sql.DB) error {
-	line, err := Migrations("sqlite")
-	if err != nil {
-		return err
-	}
-	if err := sqlitedriver.MigrateLine(ctx, db, line); err != nil {
-		return fmt.Errorf("error migrating billing: %w", err)
-	}
-	return nil
-}
-
-// SchemaVersion returns billing's newest applied migration on PostgreSQL and the newest
-// it has.
-func SchemaVersion(ctx context.Context, pool *pgxpool.Pool) (applied, latest int, err error) {
-	line, err := Migrations("postgres")
+// SchemaVersion returns billing's newest applied migration and the newest it has.
+func SchemaVersion[TTx any](ctx context.Context, d driver.Driver[TTx]) (applied, latest int, err error) {
+	line, err := Migrations(d.Name())
 	if err != nil {
 		return 0, 0, err
 	}
-	return pgxdriver.LineVersion(ctx, pool, line)
-}
-
-// SchemaVersionSQLite is SchemaVersion for a SQLite database.
-func SchemaVersionSQLite(ctx context.Context, db *sql.DB) (applied, latest int, err error) {
-	line, err := Migrations("sqlite")
-	if err != nil {
-		return 0, 0, err
-	}
-	return sqlitedriver.LineVersion(ctx, db, line)
+	return d.LineVersion(ctx, line)
 }

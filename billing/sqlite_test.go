@@ -47,7 +47,7 @@ func setupSQL(t *testing.T) *sqlBundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, db); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	billing.RegisterSQL(inbox, "billing")

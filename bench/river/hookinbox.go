@@ -85,7 +85,7 @@ func runHookinbox(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result
 		if err := inbox.Migrate(ctx); err != nil {
 			return err
 		}
-		if err := billing.Migrate(ctx, setup); err != nil {
+		if err := billing.Migrate(ctx, pgxdriver.New(setup)); err != nil {
 			return err
 		}
 		return receiveAll(ctx, inbox, o.events, o.workers)

@@ -111,7 +111,7 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 		}
 		// billing's tables, and hookinbox's (for hookinbox_outbox, where billing's
 		// handler writes its message; hookinbox_inbox stays empty on this side).
-		if err := billing.Migrate(ctx, setup); err != nil {
+		if err := billing.Migrate(ctx, pgxdriver.New(setup)); err != nil {
 			return err
 		}
 		if err := pgxdriver.New(setup).Migrate(ctx); err != nil {

@@ -105,8 +105,9 @@ func (a *app) printMigrations(line, driverName string, from int) error {
 	if err != nil {
 		return err
 	}
+	dialect := pgxdriver.MigrationDialect()
 	if driverName == "sqlite" {
-		return sqlitedriver.WriteMigrations(a.stdout, l, from)
+		dialect = sqlitedriver.MigrationDialect()
 	}
-	return pgxdriver.WriteMigrations(a.stdout, l, from)
+	return driver.WriteMigrations(a.stdout, dialect, l, from)
 }

@@ -79,7 +79,7 @@ func setupInbox(t testing.TB, o inboxOpts) (*bundle, *hookinbox.Inbox[*sql.Tx]) 
 		t.Fatal(err)
 	}
 	if !o.noBilling {
-		if err := billing.MigrateSQLite(b.ctx, b.db); err != nil {
+		if err := billing.Migrate(b.ctx, sqlitedriver.New(b.db)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	// hookinbox creates only its own hookinbox_* tables; billing's are billing's.
-	if err := billing.Migrate(ctx, pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(pool)); err != nil {
 		return err
 	}
 	billing.Register(inbox, "billing")

@@ -151,7 +151,7 @@ func setupWorld(t *testing.T) *world {
 	if err := drv.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, b.db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(b.db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.db.Pool.Exec(ctx, faultsSQL); err != nil {

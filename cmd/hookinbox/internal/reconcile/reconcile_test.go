@@ -45,7 +45,7 @@ func setup(t *testing.T) *bundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	billing.Register(inbox, "billing")

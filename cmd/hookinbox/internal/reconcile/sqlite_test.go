@@ -39,7 +39,7 @@ func TestReconcile_OnSQLite(t *testing.T) {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, db); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	billing.RegisterSQL(inbox, "billing")

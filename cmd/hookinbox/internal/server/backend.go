@@ -141,8 +141,8 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 			b.Billing = billing.NewStore(pool)
 			b.lines = append(b.lines, migrationLine{
 				name:    "billing",
-				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, pool) },
-				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, pool) },
+				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, drv) },
+				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, drv) },
 			})
 		}
 		return b, err
@@ -158,13 +158,14 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, err
 		}
-		b, err := newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
+		drv := sqlitedriver.New(sdb)
+		b, err := newBackend(db, drv, func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
 		if err == nil && usesBilling(cfg) {
 			b.Billing = billing.NewStoreSQL(sdb)
 			b.lines = append(b.lines, migrationLine{
 				name:    "billing",
-				migrate: func(ctx context.Context) error { return billing.MigrateSQLite(ctx, sdb) },
-				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersionSQLite(ctx, sdb) },
+				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, drv) },
+				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, drv) },
 			})
 		}
 		return b, err
