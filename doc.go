@@ -123,7 +123,7 @@
 // tool apply the same SQL from driver.WriteMigrations or `hookinbox migrate
 // --print`. A database created before schema version 3, with the unprefixed names
 // webhook_inbox, outbox and effects, is renamed in place with its rows. The billing
-// example domain (package billing) has its own tables and migrations.
+// example domain (package examples/billing) has its own tables and migrations.
 //
 // # Operating
 //

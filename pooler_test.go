@@ -24,7 +24,7 @@ import (
 // polling every poll, and returns a stop function.
 func otherProcessWorkers(t *testing.T, b *testBundle, d *pgxdriver.Driver, poll time.Duration, pollOnly bool) (*hookinbox.Inbox[pgx.Tx], func()) {
 	t.Helper()
-	workers := buildTestInbox(t, d, setupOpts{noBilling: true, pollOnly: pollOnly, worker: hookinbox.WorkerConfig{PollInterval: poll}}, nil)
+	workers := buildTestInbox(t, d, setupOpts{noBilling: true, pollOnly: pollOnly, worker: hookinbox.WorkerConfig{PollInterval: poll}})
 	workers.Handle(epAsync, "invoice.created", countingHandler)
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan struct{})

@@ -16,8 +16,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 // invoicePaidArgs is a River job carrying the same verified Stripe event a hookinbox
@@ -159,7 +159,7 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 	var failed atomic.Int64
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &invoicePaidWorker{
-		pool: pool, handler: billing.Handlers()[billing.TypeInvoicePaid], progress: prog, failed: &failed,
+		pool: pool, handler: billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid], progress: prog, failed: &failed,
 	})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		FetchCooldown:     o.riverFetchCooldown,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
@@ -50,7 +50,7 @@ func setup(t *testing.T) *bundle {
 	}
 	billing.Register(inbox, "billing")
 	return &bundle{ctx: ctx, db: db, inbox: inbox,
-		local: Local{Billing: billing.NewStore(db.Pool), Inbox: inbox, Executor: inbox.Driver().Executor()}}
+		local: Local{Billing: billing.NewStore(inbox.Driver()), Inbox: inbox, Executor: inbox.Driver().Executor()}}
 }
 
 func (b *bundle) exec(t *testing.T, sql string, args ...any) {
