@@ -68,7 +68,9 @@ func TestFor_FailsWithWhatAndTheLastError(t *testing.T) {
 func TestNever_FailsAsSoonAsItHappens(t *testing.T) {
 	t.Parallel()
 	var polls atomic.Int32
-	if failed := run(t, func(tb testing.TB) { Never(tb, time.Minute, "woken without a notification", func() bool { return polls.Add(1) == 2 }) }); !strings.Contains(failed, "woken without a notification") {
+	if failed := run(t, func(tb testing.TB) {
+		Never(tb, time.Minute, "woken without a notification", func() bool { return polls.Add(1) == 2 })
+	}); !strings.Contains(failed, "woken without a notification") {
 		t.Fatalf("failed %q, want the test failed on the second poll", failed)
 	}
 	if failed := run(t, func(tb testing.TB) { Never(tb, 20*time.Millisecond, "never", func() bool { return false }) }); failed != "" {
