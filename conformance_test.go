@@ -27,6 +27,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // harness opens a fresh, migrated database for one test and knows the driver's dialect
@@ -336,13 +337,10 @@ func runWorkers[TTx any](t *testing.T, w *world[TTx], inboxes ...*hookinbox.Inbo
 		wg.Go(func() { _ = inbox.Run(ctx) })
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("receipts still unprocessed after 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 60*time.Second, "every receipt processed", func() (bool, error) {
+		n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`)
+		return n == 0, fmt.Errorf("%d receipts still unprocessed", n)
+	})
 }
 
 func conformWorkerFailure[TTx any](t *testing.T, w *world[TTx]) {
