@@ -15,27 +15,28 @@ import (
 // its own before a migration (Migrator).
 
 // MigrationDialect is a driver's SQL for the migration runner. It needs no database,
-// so that WriteMigrations prints a driver's migrations with nothing to connect to.
-type MigrationDialect interface {
+// so that WriteMigrations prints a driver's migrations with nothing to connect to. The
+// version table's statements take the table's quoted name for %s (a constant of the
+// code, never input).
+type MigrationDialect struct {
 	// Database names the database in a script's header, e.g. "PostgreSQL".
-	Database() string
+	Database string
 
-	// CreateVersionTable returns the statement that creates the version table of a
-	// line, whose quoted name is given, if it does not exist.
-	CreateVersionTable(quotedTable string) string
+	// CreateVersionTable creates a line's version table if it does not exist.
+	CreateVersionTable string
 
-	// RecordVersion returns the statement that inserts a migration's row into the
-	// version table quotedTable, with the version and the name as parameters 1 and 2.
-	RecordVersion(quotedTable string) string
+	// RecordVersion inserts a migration's row into the version table, with the
+	// version and the name as parameters 1 and 2.
+	RecordVersion string
 
-	// VersionTableExists returns the query that returns 1 when the table named by
-	// parameter 1 (unquoted) exists where the driver works, 0 otherwise.
-	VersionTableExists() string
+	// VersionTableExists returns 1 when the table named by parameter 1 (unquoted)
+	// exists where the driver works, 0 otherwise. It takes no %s.
+	VersionTableExists string
 
-	// BeforeMigrationNote returns comments that a script writes before migration m of
-	// line: what Migrator.BeforeMigration does there, which a plain script cannot make
-	// conditional. It returns "" for none.
-	BeforeMigrationNote(line MigrationLine, m Migration) string
+	// BeforeMigrationNote, when set, returns the comments that a script writes before
+	// migration m of line: what the Migrator's BeforeMigration does there, which a
+	// plain script cannot make conditional; "" for none.
+	BeforeMigrationNote func(line MigrationLine, m Migration) string
 }
 
 // MigrationConn runs the runner's statements: outside any transaction, or in the
@@ -56,8 +57,10 @@ type MigrationTx interface {
 // Migrator is a driver's MigrationDialect on its database: what MigrateLine and
 // LineVersion run. Its own statements run outside any transaction.
 type Migrator interface {
-	MigrationDialect
 	MigrationConn
+
+	// Dialect returns the driver's SQL.
+	Dialect() MigrationDialect
 
 	// BeginMigration begins the transaction in which line's migrations are applied,
 	// holding a lock scoped to the line: a concurrent BeginMigration of the same line,
@@ -83,13 +86,13 @@ func MigrateLine(ctx context.Context, m Migrator, line MigrationLine) error {
 	if line.Table == "" {
 		return errors.New("migration line has no version table")
 	}
-	table := quoteIdentifier(line.Table)
+	table, d := quoteIdentifier(line.Table), m.Dialect()
 	tx, err := m.BeginMigration(ctx, line)
 	if err != nil {
 		return fmt.Errorf("error beginning %s migrations: %w", line.Name, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
-	if err := tx.Exec(ctx, m.CreateVersionTable(table)); err != nil {
+	if err := tx.Exec(ctx, fmt.Sprintf(d.CreateVersionTable, table)); err != nil {
 		return fmt.Errorf("error creating the migration table: %w", err)
 	}
 	applied, err := tx.QueryInt(ctx, fmt.Sprintf(sqlAppliedVersion, table))
@@ -106,7 +109,7 @@ func MigrateLine(ctx context.Context, m Migrator, line MigrationLine) error {
 		if err := tx.Exec(ctx, mig.SQL); err != nil {
 			return fmt.Errorf("error applying %s migration %03d_%s: %w", line.Name, mig.Version, mig.Name, err)
 		}
-		if err := tx.Exec(ctx, m.RecordVersion(table), mig.Version, mig.Name); err != nil {
+		if err := tx.Exec(ctx, fmt.Sprintf(d.RecordVersion, table), mig.Version, mig.Name); err != nil {
 			return fmt.Errorf("error recording %s migration %03d_%s: %w", line.Name, mig.Version, mig.Name, err)
 		}
 	}
@@ -120,7 +123,7 @@ func MigrateLine(ctx context.Context, m Migrator, line MigrationLine) error {
 // version table does not exist) and the newest one line has. It takes no lock.
 func LineVersion(ctx context.Context, m Migrator, line MigrationLine) (applied, latest int, err error) {
 	latest = line.Latest()
-	exists, err := m.QueryInt(ctx, m.VersionTableExists(), line.Table)
+	exists, err := m.QueryInt(ctx, m.Dialect().VersionTableExists, line.Table)
 	if err != nil {
 		return 0, latest, fmt.Errorf("error reading schema version: %w", err)
 	}
@@ -145,15 +148,19 @@ func LineVersion(ctx context.Context, m Migrator, line MigrationLine) (applied, 
 func WriteMigrations(w io.Writer, d MigrationDialect, line MigrationLine, from int) error {
 	table := quoteIdentifier(line.Table)
 	if _, err := fmt.Fprintf(w, "-- %s migrations for %s, after version %d. Version table: %s.\n%s;\n",
-		line.Name, d.Database(), from, line.Table, d.CreateVersionTable(table)); err != nil {
+		line.Name, d.Database, from, line.Table, fmt.Sprintf(d.CreateVersionTable, table)); err != nil {
 		return err
 	}
 	for _, m := range line.Migrations {
 		if m.Version <= from {
 			continue
 		}
+		note := ""
+		if d.BeforeMigrationNote != nil {
+			note = d.BeforeMigrationNote(line, m)
+		}
 		_, err := fmt.Fprintf(w, "\n-- %s migration %03d_%s\n%s%s\nINSERT INTO %s (version, name) VALUES (%d, '%s') ON CONFLICT DO NOTHING;\n",
-			line.Name, m.Version, m.Name, d.BeforeMigrationNote(line, m), m.SQL, table, m.Version, m.Name)
+			line.Name, m.Version, m.Name, note, m.SQL, table, m.Version, m.Name)
 		if err != nil {
 			return err
 		}

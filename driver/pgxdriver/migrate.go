@@ -65,27 +65,17 @@ func (d *Driver) LineVersion(ctx context.Context, line driver.MigrationLine) (ap
 
 // MigrationDialect returns PostgreSQL's SQL for the migration runner, for
 // driver.WriteMigrations (hookinbox migrate --print).
-func MigrationDialect() driver.MigrationDialect { return migrationDialect{} }
-
-type migrationDialect struct{}
-
-func (migrationDialect) Database() string { return "PostgreSQL" }
-
-func (migrationDialect) CreateVersionTable(table string) string {
-	return fmt.Sprintf(sqlMigrationTable, table)
+func MigrationDialect() driver.MigrationDialect {
+	return driver.MigrationDialect{
+		Database:           "PostgreSQL",
+		CreateVersionTable: sqlMigrationTable,
+		RecordVersion:      sqlMigrationRecord,
+		VersionTableExists: sqlMigrationTableExists,
+	}
 }
-
-func (migrationDialect) RecordVersion(table string) string {
-	return fmt.Sprintf(sqlMigrationRecord, table)
-}
-
-func (migrationDialect) VersionTableExists() string { return sqlMigrationTableExists }
-
-func (migrationDialect) BeforeMigrationNote(driver.MigrationLine, driver.Migration) string { return "" }
 
 // migrator is the dialect on the driver's pool.
 type migrator struct {
-	migrationDialect
 	migrationConn
 	pool *pgxpool.Pool
 }
@@ -93,6 +83,8 @@ type migrator struct {
 func (d *Driver) migrator() migrator {
 	return migrator{migrationConn: migrationConn{d.pool}, pool: d.pool}
 }
+
+func (migrator) Dialect() driver.MigrationDialect { return MigrationDialect() }
 
 // BeginMigration begins a transaction and takes the line's advisory lock in it,
 // released when it ends.

@@ -68,25 +68,19 @@ func (d *Driver) LineVersion(ctx context.Context, line driver.MigrationLine) (ap
 
 // MigrationDialect returns SQLite's SQL for the migration runner, for
 // driver.WriteMigrations (hookinbox migrate --print --driver sqlite).
-func MigrationDialect() driver.MigrationDialect { return migrationDialect{} }
-
-type migrationDialect struct{}
-
-func (migrationDialect) Database() string { return "SQLite" }
-
-func (migrationDialect) CreateVersionTable(table string) string {
-	return fmt.Sprintf(sqlMigrationTable, table)
+func MigrationDialect() driver.MigrationDialect {
+	return driver.MigrationDialect{
+		Database:            "SQLite",
+		CreateVersionTable:  sqlMigrationTable,
+		RecordVersion:       sqlMigrationRecord,
+		VersionTableExists:  sqlTableExists,
+		BeforeMigrationNote: legacyRenameNote,
+	}
 }
 
-func (migrationDialect) RecordVersion(table string) string {
-	return fmt.Sprintf(sqlMigrationRecord, table)
-}
-
-func (migrationDialect) VersionTableExists() string { return sqlTableExists }
-
-// BeforeMigrationNote gives, before hookinbox's migration 003, the rename step that
+// legacyRenameNote gives, before hookinbox's migration 003, the rename step that
 // BeforeMigration takes there.
-func (migrationDialect) BeforeMigrationNote(line driver.MigrationLine, m driver.Migration) string {
+func legacyRenameNote(line driver.MigrationLine, m driver.Migration) string {
 	if !isLegacyRenameStep(line, m.Version) {
 		return ""
 	}
@@ -105,7 +99,6 @@ func (migrationDialect) BeforeMigrationNote(line driver.MigrationLine, m driver.
 
 // migrator is the dialect on the driver's database.
 type migrator struct {
-	migrationDialect
 	migrationConn
 	db *sql.DB
 }
@@ -113,6 +106,8 @@ type migrator struct {
 func (d *Driver) migrator() migrator {
 	return migrator{migrationConn: migrationConn{d.db}, db: d.db}
 }
+
+func (migrator) Dialect() driver.MigrationDialect { return MigrationDialect() }
 
 // BeginMigration begins a transaction, IMMEDIATE with Open's settings: it holds the
 // write lock, which every other writer waits for.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver"
 )
 
 // dialect is billing's SQL on one database, and how its statements run on the
@@ -64,4 +65,14 @@ func dialectFor[TTx any]() dialect[TTx] {
 		panic(fmt.Sprintf("billing: no SQL for a driver whose transaction is %v", reflect.TypeFor[TTx]()))
 	}
 	return d.(dialect[TTx])
+}
+
+// insertOutbox writes messages[k] on behalf of sources[k] in tx, a transaction of
+// TDriver's: one message as InsertOutboxTx writes it, several in one statement.
+func insertOutbox[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx TTx, sources []hookinbox.Event, messages []hookinbox.OutboxMessage) error {
+	if len(messages) == 1 {
+		_, err := hookinbox.InsertOutboxTx[TDriver](ctx, tx, sources[0], messages[0])
+		return err
+	}
+	return hookinbox.InsertOutboxBatchTx[TDriver](ctx, tx, sources, messages)
 }

@@ -43,11 +43,7 @@ func (postgres) query(ctx context.Context, tx pgx.Tx, query string, args []any, 
 func (postgres) list(values []string) any { return values }
 
 func (postgres) insertOutbox(ctx context.Context, tx pgx.Tx, sources []hookinbox.Event, messages []hookinbox.OutboxMessage) error {
-	if len(messages) == 1 {
-		_, err := hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, sources[0], messages[0])
-		return err
-	}
-	return hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, sources, messages)
+	return insertOutbox[*pgxdriver.Driver](ctx, tx, sources, messages)
 }
 
 // postgresStatements are billing's statements on PostgreSQL: data-modifying CTEs let a

@@ -56,11 +56,7 @@ func (sqlite) list(values []string) any {
 }
 
 func (sqlite) insertOutbox(ctx context.Context, tx *sql.Tx, sources []hookinbox.Event, messages []hookinbox.OutboxMessage) error {
-	if len(messages) == 1 {
-		_, err := hookinbox.InsertOutboxTx[*sqlitedriver.Driver](ctx, tx, sources[0], messages[0])
-		return err
-	}
-	return hookinbox.InsertOutboxBatchTx[*sqlitedriver.Driver](ctx, tx, sources, messages)
+	return insertOutbox[*sqlitedriver.Driver](ctx, tx, sources, messages)
 }
 
 // sqliteStatements are billing's statements on SQLite: the same guarded state
