@@ -36,6 +36,14 @@ type Inbox[TTx any] struct {
 	// wake announces new pending receipts to this process's workers, so they do not
 	// wait for their next poll. It never blocks a receiver.
 	wake chan struct{}
+	// busy counts the workers between a wake and going idle again; pending is set
+	// by every announcement. Together they let an announcement skip the wake while a
+	// worker is at work: that worker claims again after its batch and takes what
+	// arrived meanwhile, as one batch (see announce).
+	busy    atomic.Int32
+	pending atomic.Bool
+	// lastClaim is when a worker last started a claim (Unix nanoseconds).
+	lastClaim atomic.Int64
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]

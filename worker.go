@@ -60,23 +60,41 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker st
 		case <-i.wake:
 		case <-idle.C:
 		}
-		// Work until the queue is empty, then sleep until woken or the next poll.
-		for ctx.Err() == nil {
-			batch, err := i.claim(ctx, endpoints)
-			if err != nil {
-				if ctx.Err() == nil {
-					i.logger.ErrorContext(ctx, "hookinbox: error claiming receipts", "error", err.Error())
-				}
-				break
-			}
-			if len(batch) == 0 {
-				break
-			}
-			// More may be waiting: let an idle worker look too.
-			i.notifyWorkers()
-			i.processBatch(ctx, batch, worker)
+		i.busy.Add(1)
+		i.drain(ctx, endpoints, worker)
+		for i.busy.Add(-1) == 0 && i.pending.Load() && ctx.Err() == nil {
+			// Announced while this worker was the last at work: the announcement woke
+			// nobody (see announce), so look again.
+			i.busy.Add(1)
+			i.drain(ctx, endpoints, worker)
 		}
 		idle.Reset(jitter(i.worker.PollInterval))
+	}
+}
+
+// drain claims and processes batches until a claim finds none (or fails, or a stop).
+func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string) {
+	for ctx.Err() == nil {
+		i.pending.Store(false) // the claim sees every receipt announced before it
+		i.lastClaim.Store(time.Now().UnixNano())
+		batch, err := i.claim(ctx, endpoints)
+		if err != nil {
+			if ctx.Err() == nil {
+				i.logger.ErrorContext(ctx, "hookinbox: error claiming receipts", "error", err.Error())
+			}
+			return
+		}
+		if len(batch) == 0 {
+			return
+		}
+		if len(batch) == i.worker.BatchSize {
+			// A full batch: more may be waiting, so let an idle worker claim the next
+			// one. A short batch was all there was: waking another worker would only
+			// have it claim the few rows that arrived meanwhile and commit a batch of
+			// one or two.
+			i.notifyWorkers()
+		}
+		i.processBatch(ctx, batch, worker)
 	}
 }
 

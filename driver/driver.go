@@ -174,6 +174,12 @@ type Executor interface {
 	// reports false when a later claim took the message over.
 	OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error)
 
+	// OutboxMarkPublishedMany is OutboxMarkPublished for several messages in one
+	// statement where the database allows it: each is marked only if its token is
+	// still its claim token. It returns the ids it marked; the others were taken over
+	// by a later claim (or are no longer pending).
+	OutboxMarkPublishedMany(ctx context.Context, marks []OutboxMark) (published []int64, err error)
+
 	// OutboxRecordFailure stores a failed delivery's error, and adds it to the
 	// message's delivery history, only if ClaimToken is still its token: the message becomes available after Delay, or needs review when the
 	// attempt was its last.

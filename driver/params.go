@@ -154,11 +154,34 @@ type OutboxClaimParams struct {
 	// Destinations are the destinations the dispatcher has sinks for ("" for messages
 	// with none); other messages are left to other dispatchers.
 	Destinations []string
-	Limit        int
-	Lease        time.Duration
+	// Limit is the most messages claimed of each destination, unless Limits gives
+	// each its own (Limits[k] for Destinations[k]).
+	Limit  int
+	Limits []int
+	// Ordered are destinations (of Destinations) delivered in order per aggregate: a
+	// message is claimed only when no earlier message of its destination, aggregate
+	// type and aggregate id is still pending or needs review, so one message of a
+	// key is in flight at a time, oldest first.
+	Ordered []string
+	Lease   time.Duration
 	// MaxAttempts is the dispatcher's attempt limit, stored with each claimed message;
 	// a pending message that already used that many is put to review instead.
 	MaxAttempts int
+}
+
+// OutboxMark names a delivered message and the fencing token of the claim that
+// delivered it.
+type OutboxMark struct {
+	ID    int64
+	Token int64
+}
+
+// LimitFor returns the most messages to claim of Destinations[k].
+func (p *OutboxClaimParams) LimitFor(k int) int {
+	if p.Limits != nil {
+		return p.Limits[k]
+	}
+	return p.Limit
 }
 
 // OutboxFailureParams record a failed delivery.

@@ -3,12 +3,10 @@ package outbox
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"runtime/debug"
-	"strings"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -17,156 +15,38 @@ import (
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
-// Config configures a Dispatcher.
-type Config struct {
-	// Sinks deliver messages by destination name. The dispatcher claims only messages
-	// whose destination it has a sink for, so dispatchers of different services can
-	// share one outbox. Run requires at least one; the operator functions need none.
-	Sinks map[string]Sink
-
-	// DefaultSink names the sink of messages with no destination. Empty means such
-	// messages are not claimed by this dispatcher (they wait for one that has a
-	// default); a lone sink is never picked implicitly, since it would receive other
-	// handlers' messages.
-	DefaultSink string
-
-	// Concurrency is the number of messages delivered at once by this dispatcher.
-	//
-	// Defaults to 4.
-	Concurrency int
-
-	// Lease is how long a claimed message is hidden from other dispatchers. A
-	// dispatcher that outlives its lease loses the message to the next claim, and its
-	// late result is ignored.
-	//
-	// Defaults to 1 minute.
-	Lease time.Duration
-
-	// DeliveryTimeout bounds one delivery. It must be shorter than Lease.
-	//
-	// Defaults to 10 seconds.
-	DeliveryTimeout time.Duration
-
-	// RecordTimeout bounds each statement that records a delivery's result: marking
-	// the message published, or recording the failure. A result is recorded even
-	// after a stop request (the delivery was made), so this bound is what keeps a
-	// database that stopped answering (a lock held, a partition) from holding Run. A
-	// result not recorded in time is logged and left to the lease: the message is
-	// delivered again when its lease ends, with the same idempotency key.
-	//
-	// Run returns at most DeliveryTimeout + RecordTimeout after its context is
-	// cancelled.
-	//
-	// Defaults to 10 seconds.
-	RecordTimeout time.Duration
-
-	// MaxAttempts is the number of deliveries after which a message is no longer
-	// claimed and needs review.
-	//
-	// Defaults to 20.
-	MaxAttempts int
-
-	// PollInterval is how often an idle dispatcher looks for messages.
-	//
-	// Defaults to 1 second.
-	PollInterval time.Duration
-
-	// RetryDelayFunc returns the wait after the given failed attempt.
-	//
-	// Defaults to a jittered exponential delay capped at 10 minutes.
-	RetryDelayFunc func(attempt int) time.Duration
-
-	// Logger receives one line per failed delivery and per lost lease. Payloads are
-	// never logged.
-	//
-	// Defaults to slog.Default().
-	Logger *slog.Logger
-
-	// ObserveFunc, when set, is called after every delivery attempt with the sink's
-	// name and the result ("delivered", "failed", "stale"), e.g. for metrics.
-	ObserveFunc func(sink, result string, latency time.Duration)
-
-	// TracerProvider receives a client span per delivery, in the trace of the handler
-	// that wrote the message; the sinks send its W3C traceparent downstream (an HTTP
-	// header, a NATS message header). Spans name the message and its source event,
-	// never the payload.
-	//
-	// Defaults to none: no span is made, at no cost.
-	TracerProvider trace.TracerProvider
-}
-
-func (c Config) withDefaults() Config {
-	if c.Concurrency == 0 {
-		c.Concurrency = 4
-	}
-	if c.Lease == 0 {
-		c.Lease = time.Minute
-	}
-	if c.DeliveryTimeout == 0 {
-		c.DeliveryTimeout = min(10*time.Second, c.Lease/2)
-	}
-	if c.RecordTimeout == 0 {
-		c.RecordTimeout = defaultRecordTimeout
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 20
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
-	if c.RetryDelayFunc == nil {
-		c.RetryDelayFunc = defaultRetryDelay
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	return c
-}
-
-// WithDefaults returns a copy of c with zero values replaced by defaults, as
-// NewDispatcher applies them.
-func (c Config) WithDefaults() Config { return c.withDefaults() }
-
-func (c Config) validate() error {
-	switch {
-	case c.DefaultSink != "" && c.Sinks[c.DefaultSink] == nil:
-		return fmt.Errorf("outbox: default sink %q is not configured", c.DefaultSink)
-	case c.Concurrency < 1, c.MaxAttempts < 1, c.PollInterval <= 0:
-		return errors.New("outbox: concurrency, max attempts and poll interval must be positive")
-	case c.DeliveryTimeout <= 0 || c.DeliveryTimeout >= c.Lease:
-		return fmt.Errorf("outbox: delivery timeout (%s) must be positive and shorter than the lease (%s)", c.DeliveryTimeout, c.Lease)
-	case c.RecordTimeout < 0:
-		return fmt.Errorf("outbox: record timeout (%s) must be positive", c.RecordTimeout)
-	}
-	return nil
-}
-
-// defaultRetryDelay waits about 2^attempt seconds, capped at 10 minutes, jittered in its
-// upper half.
-func defaultRetryDelay(attempt int) time.Duration {
-	const maxDelay = 10 * time.Minute
-	d := maxDelay
-	if attempt < 10 {
-		d = min(maxDelay, time.Duration(1<<max(attempt, 0))*time.Second)
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// claimTimeout bounds one claim statement; defaultRecordTimeout is the default of
-// Config.RecordTimeout.
-const (
-	claimTimeout         = 10 * time.Second
-	defaultRecordTimeout = 10 * time.Second
-)
-
 // Dispatcher delivers outbox messages. It is safe to run several, in one process or
 // many, on one database.
+//
+// A running dispatcher claims messages in batches, one statement for up to BatchSize
+// of each destination that has free delivery slots; delivers them concurrently, up to
+// Concurrency per destination, with no transaction open; and marks the delivered ones
+// published in batches too: while one mark statement runs, the results of the next
+// deliveries gather for the one after it, as the inbox's group commit does for
+// receipts. Every claim gives each message a fencing token larger than any before,
+// every mark and failure is fenced by it, and a delivery starts only when it can end
+// before its claim's lease does.
 type Dispatcher struct {
-	ex           driver.Executor
-	config       Config
-	destinations []string
-	wake         chan struct{}
-	tracer       trace.Tracer // nil: tracing off
+	ex      driver.Executor
+	config  Config
+	dests   []*destination
+	byValue map[string]*destination // by the destination column's value
+	wake    chan struct{}
+	tracer  trace.Tracer // nil: tracing off
+
+	// freed is signalled when a delivery ends while the claim loop waits for a free
+	// slot (starved is set), so that it claims again at once rather than at its next
+	// poll; at low load a delivery's end costs no claim.
+	freed   chan struct{}
+	starved atomic.Bool
+
+	// deliverLate, set only by tests (export_test.go), starts a delivery even after
+	// the moment it could no longer end before its claim's lease: the broken variant
+	// that the fencing test catches (the sink sees a message's tokens go down).
+	deliverLate bool
+	// ignoreRetryAfter, set only by tests, treats a RetryAfterError as any failure:
+	// the broken variant of the Retry-After test.
+	ignoreRetryAfter bool
 }
 
 // NewDispatcher returns a dispatcher on the executor of a driver (Driver.Executor()).
@@ -178,15 +58,27 @@ func NewDispatcher(ex driver.Executor, config *Config) (*Dispatcher, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{ex: ex, config: c, wake: make(chan struct{}, 1)}
+	d := &Dispatcher{
+		ex: ex, config: c, byValue: map[string]*destination{},
+		wake: make(chan struct{}, 1), freed: make(chan struct{}, 1),
+	}
 	if c.TracerProvider != nil {
 		d.tracer = c.TracerProvider.Tracer(TracerName)
 	}
+	names := make([]string, 0, len(c.Sinks))
 	for name := range c.Sinks {
-		d.destinations = append(d.destinations, name)
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		dst := newDestination(name, c.Sinks[name], c.SinkOptions[name], c.Concurrency)
+		d.dests = append(d.dests, dst)
+		d.byValue[name] = dst
 	}
 	if c.DefaultSink != "" && c.Sinks[""] == nil {
-		d.destinations = append(d.destinations, "") // messages without a destination
+		// Messages without a destination share the default sink's slots and rate.
+		d.byValue[""] = d.byValue[c.DefaultSink]
+		d.byValue[c.DefaultSink].values = append(d.byValue[c.DefaultSink].values, "")
 	}
 	return d, nil
 }
@@ -207,12 +99,12 @@ func (d *Dispatcher) Notify() {
 // NATSSink do).
 //
 // A claim in flight when ctx is cancelled is not interrupted by the stop (cancelled
-// mid-flight, it could still commit on the server and hide its message for a lease
-// with nobody delivering it), and what it claimed is delivered. It shares the same
-// allowance, though: whatever is still running when it has passed is abandoned. An
-// abandoned message, like one whose result was not recorded, keeps its counted
-// attempt and is delivered again, with the same idempotency key, when its lease
-// ends.
+// mid-flight, it could still commit on the server and hide its messages for a lease
+// with nobody delivering them), and what it claimed is delivered. It shares the same
+// allowance, though: whatever is still running when it has
+// passed is abandoned. An abandoned message, like one whose result was not recorded,
+// keeps its counted attempt and is delivered again, with the same idempotency key,
+// when its lease ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if len(d.config.Sinks) == 0 {
 		return errors.New("outbox: no sinks configured")
@@ -241,164 +133,236 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			abandon()
 		}
 	}()
-	var wg sync.WaitGroup
-	for range d.config.Concurrency {
-		wg.Go(func() { d.loop(ctx, work) })
-	}
-	wg.Wait()
-	return nil
-}
 
-// loop dispatches until ctx is cancelled. work is the context of the dispatching
-// itself, which a stop does not cancel.
-func (d *Dispatcher) loop(ctx, work context.Context) {
+	r := d.newRound(work)
 	idle := time.NewTimer(0)
 	defer idle.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
 		case <-d.wake:
+		case <-d.freed:
 		case <-idle.C:
 		}
 		for ctx.Err() == nil {
-			n, err := d.dispatchOnce(work)
+			more, err := r.claimAndStart()
 			if err != nil {
 				if ctx.Err() == nil {
 					d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error claiming", "error", err.Error())
 				}
 				break
 			}
-			if n == 0 {
+			if !more {
 				break
 			}
-			d.Notify() // more may be waiting: let an idle loop look too
 		}
-		p := d.config.PollInterval
-		idle.Reset(p*8/10 + rand.N(p*4/10+1))
+		idle.Reset(d.nextPoll(time.Now()))
 	}
+	r.finish()
+	return nil
 }
 
-// DispatchOnce claims one message and delivers it. It returns how many it claimed (0
-// or 1). Run calls it in a loop; a cron-like caller may call it directly.
+// nextPoll is how long an idle dispatcher waits before it looks again unwoken: the
+// jittered poll interval, or less when a paused destination resumes before that.
+func (d *Dispatcher) nextPoll(now time.Time) time.Duration {
+	p := d.config.PollInterval
+	wait := p*8/10 + rand.N(p*4/10+1)
+	for _, dst := range d.dests {
+		if at := dst.resumesAt(now); !at.IsZero() {
+			wait = min(wait, at.Sub(now))
+		}
+	}
+	return max(wait, time.Millisecond)
+}
+
+// DispatchOnce claims one batch (up to BatchSize messages of each destination),
+// delivers it and records the results, and returns how many it claimed. Run does this
+// in a loop, without waiting for one batch to end before claiming the next; a
+// cron-like caller may call it directly.
 //
 // Cancelling ctx does not interrupt it (a claimed message is delivered and its result
-// recorded), but every step is bounded: the claim by 10 seconds, the delivery by
-// DeliveryTimeout, recording its result by RecordTimeout.
+// recorded), but every step is bounded: the claim by 10 seconds, each delivery by
+// DeliveryTimeout, recording the results by RecordTimeout.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	return d.dispatchOnce(context.WithoutCancel(ctx))
+	work := context.WithoutCancel(ctx)
+	r := d.newRound(work)
+	n, err := r.claimOnce()
+	r.finish()
+	return n, err
 }
 
-// dispatchOnce is DispatchOnce under a context that a stop request does not cancel.
-func (d *Dispatcher) dispatchOnce(ctx context.Context) (int, error) {
-	msgs, err := d.claim(ctx)
-	if err != nil || len(msgs) == 0 {
-		return 0, err
+// round is the dispatching of one Run (or one DispatchOnce): the deliveries it started
+// and the completer that marks them.
+type round struct {
+	d          *Dispatcher
+	work       context.Context
+	deliveries sync.WaitGroup
+	marks      *completer
+}
+
+func (d *Dispatcher) newRound(work context.Context) *round {
+	return &round{d: d, work: work, marks: d.startCompleter(work)}
+}
+
+// finish waits for the deliveries started, then for their marks.
+func (r *round) finish() {
+	r.deliveries.Wait()
+	r.marks.close()
+}
+
+// claimAndStart claims a batch and starts its deliveries. It reports whether more may
+// be waiting: the claim was full. When no destination had a free slot it reports
+// false and marks the dispatcher starved, so that the end of a delivery wakes it.
+func (r *round) claimAndStart() (bool, error) {
+	claimed, requested, err := r.claim()
+	return requested > 0 && claimed == requested, err
+}
+
+// claimOnce is claimAndStart for DispatchOnce: it returns how many it claimed.
+func (r *round) claimOnce() (int, error) {
+	claimed, _, err := r.claim()
+	return claimed, err
+}
+
+// claimParams asks for as many messages of each destination as it has free slots,
+// up to BatchSize, and returns how many in all.
+func (d *Dispatcher) claimParams(now time.Time) (p *driver.OutboxClaimParams, requested int) {
+	p = &driver.OutboxClaimParams{Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts}
+	for _, dst := range d.dests {
+		free := min(dst.free(now), d.config.BatchSize)
+		if free < dst.limit && free < d.config.BatchSize {
+			continue // too few to be worth a claim: wait for more deliveries to end
+		}
+		for _, v := range dst.values {
+			p.Destinations = append(p.Destinations, v)
+			p.Limits = append(p.Limits, free)
+			requested += free
+			if dst.ordered {
+				p.Ordered = append(p.Ordered, v)
+			}
+		}
+	}
+	return p, requested
+}
+
+func (r *round) claim() (claimed, requested int, err error) {
+	d := r.d
+	p, requested := d.claimParams(time.Now())
+	if requested == 0 {
+		d.starved.Store(true)
+		return 0, 0, nil
+	}
+	d.starved.Store(false)
+	// The lease is counted from before the statement is sent: the database's own
+	// lease, from its now(), ends no earlier.
+	leaseEnds := time.Now().Add(d.config.Lease)
+	msgs, err := d.claimMessages(r.work, p)
+	if err != nil {
+		return 0, requested, err
 	}
 	for _, m := range msgs {
-		d.deliverAndMark(ctx, m)
+		dst := d.byValue[m.Destination]
+		dst.take()
+		r.deliveries.Go(func() {
+			defer d.released(dst)
+			r.deliverClaimed(dst, m, leaseEnds)
+		})
 	}
-	return len(msgs), nil
+	return len(msgs), requested, nil
 }
 
-// claim leases a message in its own committed statement: no transaction is held open
-// while the sink is called. A stop request does not interrupt the statement (ctx is
-// not cancelled by one): a claim cancelled in flight may still commit, and would hide
-// its message for a whole lease with nobody delivering it. A message that was claimed
-// is delivered. claimTimeout bounds the statement.
-func (d *Dispatcher) claim(ctx context.Context) ([]*hookinboxtype.OutboxMessage, error) {
+// released ends a delivery's hold on its destination, and wakes a claim loop that
+// waits for a free slot.
+func (d *Dispatcher) released(dst *destination) {
+	dst.done()
+	if d.starved.Load() && dst.refill() {
+		select {
+		case d.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// claimMessages leases messages in their own committed statement: no transaction is
+// held open while the sinks are called. A stop request does not interrupt the
+// statement (ctx is not cancelled by one): a claim cancelled in flight may still
+// commit, and would hide its messages for a whole lease with nobody delivering them.
+// claimTimeout bounds the statement.
+func (d *Dispatcher) claimMessages(ctx context.Context, p *driver.OutboxClaimParams) ([]*hookinboxtype.OutboxMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	return d.ex.OutboxClaim(ctx, &driver.OutboxClaimParams{
-		Destinations: d.destinations, Limit: 1, Lease: d.config.Lease, MaxAttempts: d.config.MaxAttempts,
-	})
+	return d.ex.OutboxClaim(ctx, p)
 }
 
-// deliverAndMark delivers one claimed message and records the result under its
-// fencing token. ctx is not cancelled by a stop request, so the delivery finishes
-// within DeliveryTimeout and its result is recorded within RecordTimeout.
-func (d *Dispatcher) deliverAndMark(ctx context.Context, m *hookinboxtype.OutboxMessage) {
+// deliverClaimed delivers one claimed message when its destination has a free slot
+// and its rate allows, and hands the result on: a delivery to the completer, a
+// failure recorded at once. A message whose turn comes too late to end before its
+// lease is not delivered: another dispatcher may claim it by then, and the sink
+// would see its older fencing token after the newer one. It keeps its counted
+// attempt and is claimed again when its lease ends.
+func (r *round) deliverClaimed(dst *destination, m *hookinboxtype.OutboxMessage, leaseEnds time.Time) {
+	d := r.d
 	start := time.Now()
-	sinkName, err := d.deliver(ctx, m)
-	result := "delivered"
-	if err == nil {
-		mctx, cancel := context.WithTimeout(ctx, d.config.RecordTimeout)
-		ok, merr := d.ex.OutboxMarkPublished(mctx, m.ID, m.FencingToken)
+	latest := leaseEnds.Add(-d.config.DeliveryTimeout) // the last moment a delivery may start
+	select {
+	case dst.slots <- struct{}{}:
+		defer func() { <-dst.slots }()
+	case <-r.work.Done():
+		return // abandoned: left to its lease
+	case <-time.After(time.Until(latest)):
+		d.tooLate(dst, m)
+		return
+	}
+	if until := dst.resumesAt(time.Now()); !until.IsZero() && !d.ignoreRetryAfter {
+		// The sink asked for a pause (Retry-After) while this message waited for its
+		// turn: wait it out, or give the message back for after it.
+		if until.After(latest) {
+			d.recordFailure(r.work, dst, m, &RetryAfterError{Err: errors.New("not sent: the sink asked to be left alone"), After: time.Until(until)})
+			return
+		}
+		select {
+		case <-time.After(time.Until(until)):
+		case <-r.work.Done():
+			return
+		}
+	}
+	if dst.limiter != nil {
+		waitUntil := latest
+		if d.deliverLate {
+			waitUntil = leaseEnds.Add(time.Hour)
+		}
+		wctx, cancel := context.WithDeadline(r.work, waitUntil)
+		err := dst.limiter.Wait(wctx)
 		cancel()
-		switch {
-		case merr != nil:
-			// Delivered but not marked (the database failed or did not answer in
-			// time): the lease ends, it is delivered again with the same idempotency
-			// key, and the receiver drops the copy. A mark still running on the server
-			// is fenced by the token: it marks the message only while this claim owns
-			// it.
-			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error marking published",
-				"outbox_id", m.ID, "fencing_token", m.FencingToken, "error", merr.Error())
-		case !ok:
-			result = "stale"
-			d.config.Logger.WarnContext(ctx, "hookinbox: outbox: lease lost before marking; a later claim owns the message",
-				"outbox_id", m.ID, "fencing_token", m.FencingToken)
+		if err != nil {
+			if r.work.Err() == nil {
+				d.tooLate(dst, m)
+			}
+			return
 		}
-	} else {
-		result = "failed"
-		d.recordFailure(ctx, m, err)
 	}
+	if !d.deliverLate && time.Now().After(latest) {
+		d.tooLate(dst, m)
+		return
+	}
+	deadline := time.Now().Add(d.config.DeliveryTimeout)
+	if deadline.After(leaseEnds) && !d.deliverLate {
+		deadline = leaseEnds
+	}
+	err := d.deliver(r.work, dst, m, deadline)
+	if err == nil {
+		r.marks.add(delivered{m: m, sink: dst.sinkName, start: start})
+		return
+	}
+	d.recordFailure(r.work, dst, m, err)
 	if d.config.ObserveFunc != nil {
-		d.config.ObserveFunc(sinkName, result, time.Since(start))
+		d.config.ObserveFunc(dst.sinkName, "failed", time.Since(start))
 	}
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) (string, error) {
-	name := m.Destination
-	if name == "" {
-		name = d.config.DefaultSink
-	}
-	sink := d.config.Sinks[name]
-	if sink == nil {
-		return name, fmt.Errorf("no sink named %q", name)
-	}
-	dctx, cancel := context.WithTimeout(ctx, d.config.DeliveryTimeout)
-	defer cancel()
-	dctx, span := d.startDelivery(dctx, name, m)
-	err := d.callSink(dctx, sink, name, m)
-	endDelivery(span, err)
-	return name, err
-}
-
-// callSink delivers m, turning a sink's panic into that delivery's failure, so that
-// one broken sink neither takes the process down nor stops the other sinks: the
-// message is retried and eventually needs review like any failed delivery. The stack
-// goes to the log; the payload never does.
-func (d *Dispatcher) callSink(ctx context.Context, sink Sink, name string, m *hookinboxtype.OutboxMessage) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("sink %q panicked: %v", name, v)
-			d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: sink panicked",
-				"outbox_id", m.ID, "sink", name, "attempt", m.Attempts, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-		}
-	}()
-	return sink.Deliver(ctx, m)
-}
-
-func (d *Dispatcher) recordFailure(ctx context.Context, m *hookinboxtype.OutboxMessage, err error) {
-	msg := err.Error()
-	if len(msg) > 2000 {
-		msg = strings.ToValidUTF8(msg[:2000], "")
-	}
-	next := "retry"
-	if m.Attempts >= m.MaxAttempts {
-		next = "needs review"
-	}
-	d.config.Logger.WarnContext(ctx, "hookinbox: outbox: delivery failed",
-		"outbox_id", m.ID, "destination", m.Destination, "attempt", m.Attempts, "next", next, "error", msg)
-	rctx, cancel := context.WithTimeout(ctx, d.config.RecordTimeout)
-	defer cancel()
-	if ferr := d.ex.OutboxRecordFailure(rctx, &driver.OutboxFailureParams{
-		ID: m.ID, ClaimToken: m.FencingToken, Error: msg, Delay: d.config.RetryDelayFunc(m.Attempts),
-	}); ferr != nil {
-		// The attempt is counted and the lease still hides the message: it is
-		// delivered again when the lease ends.
-		d.config.Logger.ErrorContext(ctx, "hookinbox: outbox: error recording failure",
-			"outbox_id", m.ID, "fencing_token", m.FencingToken, "error", ferr.Error())
-	}
+// tooLate logs a claimed message left to its lease because its delivery could not
+// start in time.
+func (d *Dispatcher) tooLate(dst *destination, m *hookinboxtype.OutboxMessage) {
+	d.config.Logger.Warn("hookinbox: outbox: a claimed message waited too long for its sink to start before its lease ends; it is delivered again when the lease ends",
+		"outbox_id", m.ID, "sink", dst.sinkName, "fencing_token", m.FencingToken)
 }

@@ -149,16 +149,16 @@ func TestDispatcher_KilledBeforeMarkRedeliversSameKey(t *testing.T) {
 			DuplicateFunc: func(*hookinboxtype.OutboxMessage) { duplicates.Add(1) }},
 	}}
 	killed := b.dispatcher(t, cfg)
-	for range 2 {
-		msgs, err := killed.ClaimForTest(b.ctx)
-		if err != nil || len(msgs) != 1 {
-			t.Fatalf("claim: %v %v", msgs, err)
-		}
-		if err := killed.DeliverForTest(b.ctx, msgs[0]); err != nil {
+	msgs, err := killed.ClaimForTest(b.ctx) // one batch: both messages
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("claim: %v %v", msgs, err)
+	}
+	for _, m := range msgs {
+		if err := killed.DeliverForTest(b.ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		// killed here: no mark
 	}
+	// killed here: no mark
 	b.expireLeases(t)
 	b.runUntil(t, b.allPublished(t), b.dispatcher(t, cfg))
 

@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
@@ -23,3 +25,22 @@ type SinkFunc func(ctx context.Context, m *hookinboxtype.OutboxMessage) error
 func (f SinkFunc) Deliver(ctx context.Context, m *hookinboxtype.OutboxMessage) error {
 	return f(ctx, m)
 }
+
+// RetryAfterError is a failed delivery whose destination said when to try again: an
+// HTTP 429 or 503 with Retry-After, or a Sink of one's own that returns it. The
+// dispatcher retries the message no earlier than After (at most an hour) and starts no
+// other delivery to the destination before then, instead of flooding a downstream
+// that asked for a pause.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.Err, e.After)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// maxRetryAfter caps the pause a destination may ask for.
+const maxRetryAfter = time.Hour

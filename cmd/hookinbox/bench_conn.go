@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/probe"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 )
 
@@ -144,23 +145,7 @@ func (c *connPoster) close() {
 // signedHeaders returns the headers of ev signed now for url, with a JSON content
 // type unless the signer sets another.
 func signedHeaders(url string, signer hookinboxtest.Signer, ev outgoing) (http.Header, error) {
-	var h http.Header
-	var err error
-	switch s := signer.(type) {
-	case hookinboxtest.EventSigner:
-		h, err = s.SignEvent(ev.body, time.Now(), ev.id, cmp.Or(ev.signType, ev.typ))
-	case hookinboxtest.URLSigner:
-		h, err = s.SignURL(url, ev.body, time.Now())
-	default:
-		h, err = signer.Sign(ev.body, time.Now())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
-	return h, nil
+	return probe.SignedHeaders(url, signer, ev.body, ev.id, cmp.Or(ev.signType, ev.typ), time.Now())
 }
 
 // readOutcome reads resp's body to the end (so that its connection can be reused)

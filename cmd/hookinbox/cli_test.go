@@ -119,6 +119,8 @@ func TestCommands_ContractFlagsExist(t *testing.T) {
 		"hookinbox outbox retry": {"all-needs-review"},
 		"hookinbox cleanup":      {"older-than", "dry-run"},
 		"hookinbox send":         {"url", "provider", "secret", "type"},
+		"hookinbox probe": {"target", "provider", "secret-env", "secret-file", "private-key-file",
+			"check-database-url", "check-sql", "check-url", "facts", "scenario", "time-scale", "concurrency", "json", "junit"},
 	}
 	found := map[string]*cobra.Command{}
 	for _, c := range allCommands() {

@@ -67,6 +67,7 @@ Exit codes: 0 success, 1 failure, 2 usage or configuration error.`,
 		a.benchCommand(),
 		a.backfillCommand(),
 		a.reconcileCommand(),
+		a.probeCommand(),
 	)
 	return root
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/probe"
 )
 
 // templateEvent is a test event built from send's flags.
@@ -52,12 +54,12 @@ var templates = map[string]eventTemplate{
 	},
 	"github": {
 		defaultType: "push",
-		newID:       randomUUID,
+		newID:       probe.NewUUID,
 		build:       templateEvent.githubBody,
 	},
 	"shopify": {
 		defaultType: "orders/create",
-		newID:       randomUUID,
+		newID:       probe.NewUUID,
 		flags:       []string{"amount", "currency"},
 		build:       typed(templateEvent.shopifyBody),
 	},
@@ -340,7 +342,7 @@ func (e templateEvent) standardWebhooksBody(at time.Time) ([]byte, error) {
 	return marshal(map[string]any{
 		"type":      e.Type,
 		"timestamp": at.UTC().Format(time.RFC3339Nano),
-		"data":      map[string]any{"id": randomUUID(), "type": kind},
+		"data":      map[string]any{"id": probe.NewUUID(), "type": kind},
 	})
 }
 
@@ -359,7 +361,7 @@ func (e templateEvent) hmacBody(at time.Time) ([]byte, error) {
 		if path == "" {
 			path = f.what
 		}
-		if err := setPath(event, path, f.value); err != nil {
+		if err := probe.SetPath(event, path, f.value); err != nil {
 			return nil, usagef("--option %s=%s: %v", option, path, err)
 		}
 	}
@@ -370,34 +372,6 @@ func (e templateEvent) hmacBody(at time.Time) ([]byte, error) {
 		event["data"] = map[string]any{"id": randomID("obj_")}
 	}
 	return marshal(event)
-}
-
-// setPath sets the dot path of nested objects in m to value, creating the objects.
-func setPath(m map[string]any, path, value string) error {
-	keys := strings.Split(path, ".")
-	for i, k := range keys {
-		if k == "" {
-			return fmt.Errorf("not a dot path of keys")
-		}
-		if i == len(keys)-1 {
-			if _, taken := m[k]; taken {
-				return fmt.Errorf("the other event field is at or inside %s", strings.Join(keys[:i+1], "."))
-			}
-			m[k] = value
-			return nil
-		}
-		switch next := m[k].(type) {
-		case nil:
-			child := map[string]any{}
-			m[k] = child
-			m = child
-		case map[string]any:
-			m = next
-		default:
-			return fmt.Errorf("the other event field is %s", strings.Join(keys[:i+1], "."))
-		}
-	}
-	return nil
 }
 
 // marshal is json.Marshal without the escaping of <, > and & for HTML, which
@@ -437,17 +411,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// randomUUID returns a random (version 4) UUID, the form of GitHub's delivery ids and
-// Shopify's event ids.
-func randomUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // randomShopifyID returns a positive 64-bit id in the range of Shopify's, which have

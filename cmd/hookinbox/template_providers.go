@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/probe"
 )
 
 // The templates of the providers added after the first seven: each body is shaped
@@ -33,7 +35,7 @@ func init() {
 	}
 	templates["square"] = eventTemplate{
 		defaultType: "payment.updated",
-		newID:       randomUUID,
+		newID:       probe.NewUUID,
 		build:       typed(templateEvent.squareBody),
 	}
 	templates["paddle"] = eventTemplate{
@@ -43,7 +45,7 @@ func init() {
 	}
 	templates["linear"] = eventTemplate{
 		defaultType: "Issue.create",
-		newID:       randomUUID,
+		newID:       probe.NewUUID,
 		build:       typed(templateEvent.linearBody),
 	}
 	templates["zoom"] = eventTemplate{
@@ -54,7 +56,7 @@ func init() {
 	}
 	templates["gitlab"] = eventTemplate{
 		defaultType: "Push Hook",
-		newID:       randomUUID,
+		newID:       probe.NewUUID,
 		build:       typed(templateEvent.gitlabBody),
 	}
 }
@@ -182,9 +184,9 @@ func (e templateEvent) linearBody(at time.Time) ([]byte, error) {
 	}
 	return marshal(map[string]any{
 		"action": action, "type": entity, "createdAt": at.UTC().Format("2006-01-02T15:04:05.000Z"),
-		"data":           map[string]any{"id": randomUUID(), "title": "hookinbox test"},
+		"data":           map[string]any{"id": probe.NewUUID(), "title": "hookinbox test"},
 		"url":            "https://linear.app/hookinbox/issue/TEST-1",
-		"organizationId": randomUUID(), "webhookId": randomUUID(),
+		"organizationId": probe.NewUUID(), "webhookId": probe.NewUUID(),
 		"webhookTimestamp": at.UnixMilli(),
 	})
 }

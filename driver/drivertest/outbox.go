@@ -3,6 +3,7 @@ package drivertest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ func outboxBehaviours[TTx any]() []behaviour[TTx] {
 		{method: "OutboxInsertMany", name: "InOrderAllOrNone", run: testOutboxInsertMany[TTx]},
 		{method: "OutboxClaim", name: "ByDestinationLimitAndAttemptsWithGrowingTokens", run: testOutboxClaim[TTx]},
 		{method: "OutboxClaim", name: "TokensGrowAfterDeletes", run: testOutboxClaimTokensAfterDeletes[TTx]},
+		{method: "OutboxClaim", name: "LimitsPerDestinationAndOrderedKeys", run: testOutboxClaimLimitsAndOrder[TTx]},
 		{method: "OutboxRecordFailure", name: "OnTheLastAttemptNeedsReviewUntilRetried", run: testOutboxRecordFailureLastAttempt[TTx]},
 		{method: "OutboxMarkPublished", name: "StaleTokenChangesNothing", run: testOutboxMarkPublishedStaleToken[TTx]},
+		{method: "OutboxMarkPublishedMany", name: "MarksOnlyCurrentTokens", run: testOutboxMarkPublishedMany[TTx]},
 		{method: "OutboxList", name: "NewestFirstByState", run: testOutboxList[TTx]},
 		{method: "OutboxStats", name: "PendingOldestAndNeedsReview", run: testOutboxStats[TTx]},
 		{method: "OutboxRetry", name: "OneIdOrEveryNeedingReview", run: testOutboxRetry[TTx]},
@@ -201,6 +204,44 @@ func testOutboxClaimTokensAfterDeletes[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 }
 
+// Each destination is claimed up to its own limit; an ordered destination's message
+// only when no earlier message of its key is undelivered, so one message of a key is
+// in flight at a time.
+func testOutboxClaimLimitsAndOrder[TTx any](t *testing.T, b *bundle[TTx]) {
+	b.insertOutbox(t, "a", 3)
+	b.insertOutbox(t, "b", 3)
+	for range 2 { // a second and a third message of in_0, in_1, in_2 for the ordered destination
+		b.insertOutbox(t, "b", 3)
+	}
+	p := driver.OutboxClaimParams{Destinations: []string{"a", "b"}, Limits: []int{2, 9}, Ordered: []string{"b"},
+		Lease: time.Minute, MaxAttempts: 5}
+	got := map[string][]string{}
+	var first []*hookinboxtype.OutboxMessage
+	for _, m := range b.claimOutbox(t, p) {
+		got[m.Destination] = append(got[m.Destination], m.AggregateID)
+		if m.Destination == "b" {
+			first = append(first, m)
+		}
+	}
+	if len(got["a"]) != 2 {
+		t.Errorf("destination a: %v, want 2 (its limit)", got["a"])
+	}
+	if len(got["b"]) != 3 {
+		t.Errorf("ordered destination b: %v, want the oldest message of each of its 3 keys", got["b"])
+	}
+	if again := b.claimOutbox(t, p); len(again) != 1 || again[0].Destination != "a" {
+		t.Errorf("second claim: %d messages, want a's last one and none of b's (their keys are in flight)", len(again))
+	}
+	// Once a key's message is delivered, its next one is claimed.
+	if ok, err := b.ex.OutboxMarkPublished(b.ctx, first[0].ID, first[0].FencingToken); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	next := b.claimOutbox(t, p)
+	if len(next) != 1 || next[0].AggregateID != first[0].AggregateID || next[0].ID <= first[0].ID {
+		t.Errorf("after %s's first message was delivered: claimed %+v, want its second", first[0].AggregateID, next)
+	}
+}
+
 // A failure on the last attempt puts the message to review, as does a claim that finds
 // a message whose dispatcher died during its last attempt; retrying them makes them
 // pending with no attempts.
@@ -287,6 +328,50 @@ func testOutboxMarkPublishedStaleToken[TTx any](t *testing.T, b *bundle[TTx]) {
 	if err != nil || len(history) != 2 || history[0].Error != "" || history[1].Error != "refused" ||
 		history[0].ClaimToken != current.FencingToken || history[1].NextRetryAt == nil {
 		t.Fatalf("delivery history %+v %v, want the publish after the refusal, newest first", history, err)
+	}
+}
+
+// A batch of marks publishes the messages whose token is still current, with their
+// deliveries in the history, and reports which.
+func testOutboxMarkPublishedMany[TTx any](t *testing.T, b *bundle[TTx]) {
+	b.insertOutbox(t, "", 3)
+	p := driver.OutboxClaimParams{Destinations: []string{""}, Limit: 3, Lease: time.Minute, MaxAttempts: 5}
+	stale := b.claimOutbox(t, p)
+	b.elapse(t, 2*time.Minute) // the leases lapse
+	current := b.claimOutbox(t, p)
+	if len(stale) != 3 || len(current) != 3 {
+		t.Fatalf("claimed %d then %d, want 3 and 3", len(stale), len(current))
+	}
+	marks := []driver.OutboxMark{
+		{ID: current[0].ID, Token: current[0].FencingToken},
+		{ID: stale[1].ID, Token: stale[1].FencingToken}, // lost its lease
+		{ID: current[2].ID, Token: current[2].FencingToken},
+	}
+	published, err := b.ex.OutboxMarkPublishedMany(b.ctx, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(published)
+	want := []int64{current[0].ID, current[2].ID}
+	slices.Sort(want)
+	if !slices.Equal(published, want) {
+		t.Fatalf("published %v, want %v", published, want)
+	}
+	for _, m := range b.outbox(t, driver.OutboxListParams{}) {
+		history, err := b.ex.ConsoleDeliveries(b.ctx, m.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState, wantHistory := hookinboxtype.StatePending, 0
+		if slices.Contains(want, m.ID) {
+			wantState, wantHistory = hookinboxtype.StatePublished, 1
+		}
+		if m.State != wantState || len(history) != wantHistory {
+			t.Errorf("message %d: %s with %d deliveries in its history, want %s with %d", m.ID, m.State, len(history), wantState, wantHistory)
+		}
+	}
+	if again, err := b.ex.OutboxMarkPublishedMany(b.ctx, marks); err != nil || len(again) != 0 {
+		t.Fatalf("the same marks again: %v %v, want none", again, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,13 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 		return nil, driver.ErrNoAttemptLimit
 	}
 	return driver.ClaimPending(func() ([]*hookinboxtype.OutboxMessage, error) {
-		rows, err := e.db.Query(ctx, sqlOutboxClaim, p.Limit, p.Lease.Seconds(), p.MaxAttempts, p.Destinations)
+		limits := make([]int32, len(p.Destinations))
+		ordered := make([]bool, len(p.Destinations))
+		for k, dest := range p.Destinations {
+			limits[k] = int32(p.LimitFor(k))
+			ordered[k] = slices.Contains(p.Ordered, dest)
+		}
+		rows, err := e.db.Query(ctx, sqlOutboxClaim, limits, p.Lease.Seconds(), p.MaxAttempts, p.Destinations, ordered)
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
 		}
@@ -35,6 +42,23 @@ func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bo
 		return false, translate(fmt.Errorf("error marking outbox message published: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+func (e *executor) OutboxMarkPublishedMany(ctx context.Context, marks []driver.OutboxMark) ([]int64, error) {
+	ids := make([]int64, len(marks))
+	tokens := make([]int64, len(marks))
+	for k, m := range marks {
+		ids[k], tokens[k] = m.ID, m.Token
+	}
+	rows, err := e.db.Query(ctx, sqlOutboxMarkPublishedMany, ids, tokens)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error marking outbox messages published: %w", err))
+	}
+	published, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, translate(fmt.Errorf("error marking outbox messages published: %w", err))
+	}
+	return published, nil
 }
 
 func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFailureParams) error {

@@ -312,6 +312,13 @@ SELECT m.aggregate_type, m.aggregate_id, m.event_type, m.payload::jsonb,
 	// Each claimed row gets its own token from the sequence, so tokens only grow: a
 	// later claim of the same row always holds a larger one. A row whose attempts are
 	// used (its dispatcher died during the last one) is put to review instead.
+	// Each destination is claimed up to its own limit, in a LATERAL subquery of its
+	// own, so a destination whose deliveries are all in flight (or that is paused)
+	// takes no slot from the others. An ordered destination's message is taken only
+	// when no earlier message of its key (aggregate type and id) is still pending or
+	// needs review: one message of a key in flight, oldest first
+	// (hookinbox_outbox_key_order answers the check). $1 is the limit per
+	// destination of $4, $5 whether it is ordered.
 	sqlOutboxClaim = `
 UPDATE hookinbox_outbox AS o
    SET attempts     = CASE WHEN o.attempts >= $3 THEN o.attempts ELSE o.attempts + 1 END,
@@ -319,19 +326,44 @@ UPDATE hookinbox_outbox AS o
        max_attempts = $3,
        available_at = now() + make_interval(secs => $2::float8),
        claim_token  = nextval('hookinbox_claim_token_seq')
-  FROM (SELECT id
-          FROM hookinbox_outbox
-         WHERE state = 'pending'
-           AND available_at <= now()
-           AND coalesce(destination, '') = ANY($4)
-         ORDER BY available_at, id
-         LIMIT $1
-           FOR UPDATE SKIP LOCKED) AS picked
- WHERE o.id = picked.id
+  FROM (SELECT picked.id
+          FROM unnest($4::text[], $1::int[], $5::bool[]) AS d(destination, lim, ordered),
+               LATERAL (SELECT c.id
+                          FROM hookinbox_outbox AS c
+                         WHERE c.state = 'pending'
+                           AND c.available_at <= now()
+                           AND coalesce(c.destination, '') = d.destination
+                           AND (NOT d.ordered OR NOT EXISTS (
+                                SELECT 1
+                                  FROM hookinbox_outbox AS e
+                                 WHERE e.aggregate_type = c.aggregate_type
+                                   AND e.aggregate_id = c.aggregate_id
+                                   AND e.state IN ('pending', 'needs_review')
+                                   AND e.id < c.id
+                                   AND coalesce(e.destination, '') = d.destination))
+                         ORDER BY c.available_at, c.id
+                         LIMIT d.lim
+                           FOR UPDATE SKIP LOCKED) AS picked) AS p
+ WHERE o.id = p.id
 RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
           o.source_provider, o.source_endpoint, o.source_event_id, coalesce(o.destination, ''),
           o.created_at, o.attempts, o.max_attempts, o.claim_token, coalesce(o.last_error, ''),
           o.published_at, o.state, coalesce(o.trace_parent, '')`
+
+	// The batch's marks, fenced each by its own token, in id order so that two
+	// dispatchers' marks never wait on each other in opposite orders; the history is
+	// written by the same statement, as sqlOutboxMarkPublished's is.
+	sqlOutboxMarkPublishedMany = `
+WITH done AS (
+UPDATE hookinbox_outbox AS o
+   SET state = 'published', published_at = now(), last_error = NULL
+  FROM (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS m(id, token) ORDER BY id) AS m
+ WHERE o.id = m.id AND o.claim_token = m.token AND o.state = 'pending'
+RETURNING o.id, o.attempts, o.claim_token),
+history AS (
+INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token)
+SELECT id, attempts, claim_token FROM done)
+SELECT id FROM done`
 
 	// The fence: a dispatcher whose lease ran out holds an older token and changes
 	// nothing.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
@@ -18,34 +19,39 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 	if p.MaxAttempts < 1 {
 		return nil, driver.ErrNoAttemptLimit
 	}
-	destinations, err := jsonList(p.Destinations)
-	if err != nil {
-		return nil, err
-	}
 	return driver.ClaimPending(func() ([]*hookinboxtype.OutboxMessage, error) {
-		return e.outboxClaimOnce(ctx, p, destinations)
+		return e.outboxClaimOnce(ctx, p)
 	}, driver.MessageState)
 }
 
-func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams, destinations string) ([]*hookinboxtype.OutboxMessage, error) {
+// outboxClaimOnce claims each destination in turn, in one write transaction; after
+// each statement the token counter moves past the tokens it gave, so tokens only grow.
+func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimParams) ([]*hookinboxtype.OutboxMessage, error) {
 	var msgs []*hookinboxtype.OutboxMessage
 	err := e.inTx(ctx, func(q dbtx) error {
-		rows, err := q.QueryContext(ctx, sqlOutboxClaim, p.Limit, p.Lease.Microseconds(), p.MaxAttempts, destinations)
-		if err != nil {
-			return err
+		for k, dest := range p.Destinations {
+			rows, err := q.QueryContext(ctx, sqlOutboxClaim, p.LimitFor(k), p.Lease.Microseconds(), p.MaxAttempts,
+				dest, slices.Contains(p.Ordered, dest))
+			if err != nil {
+				return err
+			}
+			claimed, err := collect(rows, scanOutboxMessage)
+			if err != nil {
+				return err
+			}
+			var largest int64
+			for _, m := range claimed {
+				largest = max(largest, m.FencingToken)
+			}
+			if largest == 0 {
+				continue
+			}
+			if _, err = q.ExecContext(ctx, sqlSequenceAdvance, largest); err != nil {
+				return err
+			}
+			msgs = append(msgs, claimed...)
 		}
-		if msgs, err = collect(rows, scanOutboxMessage); err != nil {
-			return err
-		}
-		var largest int64
-		for _, m := range msgs {
-			largest = max(largest, m.FencingToken)
-		}
-		if largest == 0 {
-			return nil
-		}
-		_, err = q.ExecContext(ctx, sqlSequenceAdvance, largest)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, translate(fmt.Errorf("error claiming outbox messages: %w", err))
@@ -67,6 +73,31 @@ func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bo
 		return false, translate(fmt.Errorf("error marking outbox message published: %w", err))
 	}
 	return n == 1, nil
+}
+
+func (e *executor) OutboxMarkPublishedMany(ctx context.Context, marks []driver.OutboxMark) ([]int64, error) {
+	var published []int64
+	err := e.inTx(ctx, func(q dbtx) error {
+		published = published[:0]
+		for _, m := range marks {
+			n, err := rowsAffected(q.ExecContext(ctx, sqlOutboxMarkPublished, m.ID, m.Token))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue
+			}
+			if _, err := q.ExecContext(ctx, sqlDeliveryRecord, m.ID, nil); err != nil {
+				return err
+			}
+			published = append(published, m.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(fmt.Errorf("error marking outbox messages published: %w", err))
+	}
+	return published, nil
 }
 
 func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFailureParams) error {

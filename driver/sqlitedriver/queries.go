@@ -265,13 +265,21 @@ UPDATE hookinbox_outbox
        max_attempts = ?3,
        available_at = ` + now + ` + ?2,
        claim_token  = (SELECT value FROM hookinbox_sequence WHERE name = 'claim_token') + picked.rank
-  FROM (SELECT id, row_number() OVER (ORDER BY available_at, id) AS rank
-          FROM hookinbox_outbox
-         WHERE state IN ('pending', 'needs_review')
-           AND state = 'pending'
-           AND available_at <= ` + now + `
-           AND coalesce(destination, '') IN (SELECT value FROM json_each(?4))
-         ORDER BY available_at, id
+  FROM (SELECT c.id, row_number() OVER (ORDER BY c.available_at, c.id) AS rank
+          FROM hookinbox_outbox AS c
+         WHERE c.state IN ('pending', 'needs_review')
+           AND c.state = 'pending'
+           AND c.available_at <= ` + now + `
+           AND coalesce(c.destination, '') = ?4
+           AND (NOT ?5 OR NOT EXISTS (
+                SELECT 1
+                  FROM hookinbox_outbox AS e
+                 WHERE e.aggregate_type = c.aggregate_type
+                   AND e.aggregate_id = c.aggregate_id
+                   AND e.state IN ('pending', 'needs_review')
+                   AND e.id < c.id
+                   AND coalesce(e.destination, '') = ?4))
+         ORDER BY c.available_at, c.id
          LIMIT ?1) AS picked
  WHERE hookinbox_outbox.id = picked.id
 RETURNING ` + sqlOutboxColumns

@@ -33,7 +33,8 @@ const (
 // as the dispatcher in serve, and so that delivery_timeout can be checked against
 // the lease with the key's name.
 const (
-	DefaultOutboxConcurrency  = 4
+	DefaultOutboxConcurrency  = 16
+	DefaultOutboxBatchSize    = 100
 	DefaultOutboxLease        = time.Minute
 	DefaultOutboxMaxAttempts  = 20
 	DefaultOutboxPollInterval = time.Second
@@ -222,6 +223,9 @@ type Sink struct {
 	// NATSSubject receives each message as a JetStream publish; a stream must
 	// capture it. It has no wildcards.
 	NATSSubject string
+	// Options are the sink's delivery options (concurrency, rate, ordered); zero
+	// values mean the dispatcher's defaults.
+	Options outbox.SinkOptions
 }
 
 // String describes the sink for logs, without a password the URL may hold.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/outbox"
 )
 
 const validYAML = `
@@ -233,6 +234,12 @@ func TestParse_RefusesWithKeyAndReason(t *testing.T) {
 		{"outbox unknown key", "outbox: {retries: 3}\n", "outbox.retries", "unknown key"},
 		{"outbox sink with neither", "outbox: {sink: {}}\n", "outbox.sink", "needs url"},
 		{"outbox sink wildcard", "outbox: {sink: {nats_subject: 'billing.>'}}\n", "outbox.sink.nats_subject", "wildcard"},
+		{"outbox zero batch size", "outbox: {batch_size: 0}\n", "outbox.batch_size", "at least 1"},
+		{"sink zero concurrency", "outbox: {sink: {url: 'http://127.0.0.1:9000/x', concurrency: 0}}\n", "outbox.sink.concurrency", "at least 1"},
+		{"sink rate zero", "outbox: {sink: {url: 'http://127.0.0.1:9000/x', rate: 0}}\n", "outbox.sink.rate", "must be positive"},
+		{"forward rate negative", fwd("{url: http://127.0.0.1:9000/events, rate: -5}"), "endpoints[0].forward.rate", "must be positive"},
+		{"forward ordered not a bool", fwd("{url: http://127.0.0.1:9000/events, ordered: maybe}"), "endpoints[0].forward.ordered", "cannot unmarshal"},
+		{"forward ordered", fwd("{url: http://127.0.0.1:9000/events, ordered: true}"), "endpoints[0].forward.ordered", "its own aggregate"},
 		{"unknown option", ep("    options: {header: X-Sig}\n"), "endpoints[0].options", "option"},
 		{"statement timeout above lease", "worker: {lease: 10s, statement_timeout: 20s}\n", "worker.statement_timeout", "shorter than worker.lease"},
 		{"zero concurrency", "worker: {concurrency: 0}\n", "worker.concurrency", "at least 1"},
@@ -281,9 +288,9 @@ func TestParse_ForwardAndOutbox(t *testing.T) {
 	const yaml = `
 nats_url: nats://nats-1:4222,nats://nats-2:4222
 endpoints:
-  - {name: gw, path: /gh, provider: github, mode: async, handler: forward, secrets_env: [STRIPE_NEW], forward: {url: "https://svc.internal/events"}}
+  - {name: gw, path: /gh, provider: github, mode: async, handler: forward, secrets_env: [STRIPE_NEW], forward: {url: "https://svc.internal/events", concurrency: 8, rate: 50}}
   - {name: js, path: /st, provider: stripe, handler: forward, secrets_env: [STRIPE_NEW], forward: {nats_subject: hooks.stripe}}
-outbox: {concurrency: 2, lease: 30s, max_attempts: 5, delivery_timeout: 5s, poll_interval: 200ms, sink: {url: "http://127.0.0.1:9000/billing"}}
+outbox: {concurrency: 2, lease: 30s, max_attempts: 5, delivery_timeout: 5s, poll_interval: 200ms, sink: {url: "http://127.0.0.1:9000/billing", ordered: true}}
 `
 	cfg, err := config.Parse("c.yaml", []byte(yaml), config.Options{ResolveSecrets: true, LookupEnv: secretsEnv})
 	if err != nil {
@@ -291,6 +298,11 @@ outbox: {concurrency: 2, lease: 30s, max_attempts: 5, delivery_timeout: 5s, poll
 	}
 	if f := cfg.Endpoints[0].Forward; cfg.Endpoints[0].Handler != config.HandlerForward || f == nil || f.URL != "https://svc.internal/events" || f.NATSSubject != "" {
 		t.Errorf("gw endpoint = %+v, forward %+v", cfg.Endpoints[0], f)
+	} else if o := f.Options; o.Concurrency != 8 || o.Rate != 50 || o.Ordered {
+		t.Errorf("gw forward options = %+v, want concurrency 8, rate 50", o)
+	}
+	if o := cfg.Endpoints[1].Forward.Options; o != (outbox.SinkOptions{}) {
+		t.Errorf("js forward options = %+v, want the defaults", o)
 	}
 	if f := cfg.Endpoints[1].Forward; f == nil || f.NATSSubject != "hooks.stripe" || f.URL != "" || f.String() != "nats_subject hooks.stripe" {
 		t.Errorf("js forward = %+v", f)
@@ -302,7 +314,7 @@ outbox: {concurrency: 2, lease: 30s, max_attempts: 5, delivery_timeout: 5s, poll
 	if o.Concurrency != 2 || o.Lease != 30*time.Second || o.MaxAttempts != 5 || o.DeliveryTimeout != 5*time.Second || o.PollInterval != 200*time.Millisecond {
 		t.Errorf("outbox = %+v", o)
 	}
-	if cfg.OutboxSink == nil || cfg.OutboxSink.URL != "http://127.0.0.1:9000/billing" {
+	if cfg.OutboxSink == nil || cfg.OutboxSink.URL != "http://127.0.0.1:9000/billing" || !cfg.OutboxSink.Options.Ordered {
 		t.Errorf("outbox.sink = %+v", cfg.OutboxSink)
 	}
 }
@@ -316,7 +328,7 @@ func TestParse_OutboxDefaultsAndNATSURLFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := cfg.Outbox
-	if o.Concurrency != 4 || o.Lease != time.Minute || o.MaxAttempts != 20 || o.DeliveryTimeout != 10*time.Second || o.PollInterval != time.Second {
+	if o.Concurrency != 16 || o.Lease != time.Minute || o.MaxAttempts != 20 || o.DeliveryTimeout != 10*time.Second || o.PollInterval != time.Second {
 		t.Errorf("outbox defaults = %+v", o)
 	}
 	if cfg.OutboxSink != nil || cfg.UsesNATS() || cfg.NATSURL != "nats://other:4222" {

@@ -82,6 +82,7 @@ type fileGroup struct {
 
 type fileOutbox struct {
 	Concurrency     *int      `yaml:"concurrency"`
+	BatchSize       *int      `yaml:"batch_size"`
 	Lease           *string   `yaml:"lease"`
 	MaxAttempts     *int      `yaml:"max_attempts"`
 	DeliveryTimeout *string   `yaml:"delivery_timeout"`
@@ -89,10 +90,14 @@ type fileOutbox struct {
 	Sink            *fileSink `yaml:"sink"`
 }
 
-// fileSink is a forward target as written: {url: ...} or {nats_subject: ...}.
+// fileSink is a forward target as written: {url: ...} or {nats_subject: ...}, with
+// its delivery options.
 type fileSink struct {
-	URL         *string `yaml:"url"`
-	NATSSubject *string `yaml:"nats_subject"`
+	URL         *string  `yaml:"url"`
+	NATSSubject *string  `yaml:"nats_subject"`
+	Concurrency *int     `yaml:"concurrency"`
+	Rate        *float64 `yaml:"rate"`
+	Ordered     *bool    `yaml:"ordered"`
 }
 
 type fileRetention struct {

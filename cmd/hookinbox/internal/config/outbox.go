@@ -17,6 +17,9 @@ func (v *validator) outbox(fo *fileOutbox) (outbox.Config, *Sink, error) {
 	if oc.Concurrency, err = v.atLeastOne("outbox.concurrency", fo.Concurrency, oc.Concurrency); err != nil {
 		return oc, nil, err
 	}
+	if oc.BatchSize, err = v.atLeastOne("outbox.batch_size", fo.BatchSize, DefaultOutboxBatchSize); err != nil {
+		return oc, nil, err
+	}
 	if oc.MaxAttempts, err = v.atLeastOne("outbox.max_attempts", fo.MaxAttempts, oc.MaxAttempts); err != nil {
 		return oc, nil, err
 	}
@@ -51,8 +54,30 @@ func (v *validator) outbox(fo *fileOutbox) (outbox.Config, *Sink, error) {
 }
 
 // sink validates a forward target written at key: exactly one of url and
-// nats_subject.
+// nats_subject, and its delivery options.
 func (v *validator) sink(key string, fs *fileSink) (*Sink, error) {
+	s, err := v.sinkTarget(key, fs)
+	if err != nil {
+		return nil, err
+	}
+	if fs.Concurrency != nil {
+		if s.Options.Concurrency, err = v.atLeastOne(key+".concurrency", fs.Concurrency, 0); err != nil {
+			return nil, err
+		}
+	}
+	if fs.Rate != nil {
+		if *fs.Rate <= 0 {
+			return nil, v.keyError(key+".rate", "must be positive (deliveries per second), got %v", *fs.Rate)
+		}
+		s.Options.Rate = *fs.Rate
+	}
+	if fs.Ordered != nil {
+		s.Options.Ordered = *fs.Ordered
+	}
+	return s, nil
+}
+
+func (v *validator) sinkTarget(key string, fs *fileSink) (*Sink, error) {
 	switch {
 	case fs.URL != nil && fs.NATSSubject != nil:
 		return nil, v.keyError(key, "give url or nats_subject, not both")

@@ -261,6 +261,11 @@ func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 		if err != nil {
 			return nil, err
 		}
+		if fwd.Options.Ordered {
+			// ForwardTo writes each event as its own aggregate (provider, event id):
+			// there is nothing to order, and the setting would promise what it cannot.
+			return nil, v.keyError(key("forward.ordered"), "a forwarded event is its own aggregate (provider and event id), so there is no order to keep; ordered applies to outbox.sink, whose handlers write several messages per aggregate")
+		}
 		ep.Handler, ep.Forward = h, fwd
 	default:
 		return nil, v.keyError(key("handler"), "unknown handler %q (want billing, forward or none)", fe.Handler)

@@ -157,13 +157,15 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 
 // poolSize is the connections serve can use at once, unless the URL's pool_max_conns
 // says otherwise: every worker's transaction, the group commits' flushers, the
-// dispatcher's deliveries, and a few for claims, /readyz and the status figures.
-// pgx's own default (4 on a 4-core machine) would make them queue for each other.
+// dispatcher's (its claim, its batched marks and the occasional failure: deliveries
+// hold no connection), and a few for claims, /readyz and the status figures. pgx's own
+// default (4 on a 4-core machine) would make them queue for each other.
 func poolSize(cfg *config.Config) int32 {
 	w := cfg.Worker.WithDefaults()
 	accept := max(cfg.Accept.Flushers, 2)
 	sync := max(cfg.Sync.Flushers, 2)
-	return int32(w.Concurrency + accept + sync + cfg.Outbox.WithDefaults().Concurrency + 4)
+	const dispatcher = 4
+	return int32(w.Concurrency + accept + sync + dispatcher + 4)
 }
 
 // usesBilling reports whether an endpoint of cfg uses the billing handlers, whose
@@ -250,7 +252,7 @@ func outboxConfig(cfg *config.Config, s *sinks, opts OpenOptions) *outbox.Config
 	oc.Logger = opts.Logger
 	oc.TracerProvider = opts.TracerProvider
 	if s != nil {
-		oc.Sinks, oc.DefaultSink = s.byName, s.defaultSink
+		oc.Sinks, oc.SinkOptions, oc.DefaultSink = s.byName, s.options, s.defaultSink
 		if opts.OutboxObserver != nil {
 			oc.ObserveFunc = opts.OutboxObserver.OutboxDelivery
 		}

@@ -36,6 +36,7 @@ type OutboxObserver interface {
 // connection they publish on.
 type sinks struct {
 	byName      map[string]outbox.Sink
+	options     map[string]outbox.SinkOptions
 	defaultSink string
 	// nc is nil when no sink publishes to NATS.
 	nc *nats.Conn
@@ -46,7 +47,7 @@ type sinks struct {
 // server: serve starts while NATS is down, deliveries to NATS fail and back off,
 // and the connection keeps retrying until the server is back.
 func openSinks(cfg *config.Config, obs OutboxObserver, logger *slog.Logger) (*sinks, error) {
-	s := &sinks{byName: map[string]outbox.Sink{}}
+	s := &sinks{byName: map[string]outbox.Sink{}, options: map[string]outbox.SinkOptions{}}
 	var js jetstream.JetStream
 	if cfg.UsesNATS() {
 		var err error
@@ -73,10 +74,12 @@ func openSinks(cfg *config.Config, obs OutboxObserver, logger *slog.Logger) (*si
 		if ep.Forward != nil {
 			name := ForwardDestination(ep.Name)
 			s.byName[name] = build(name, ep.Forward)
+			s.options[name] = ep.Forward.Options
 		}
 	}
 	if cfg.OutboxSink != nil {
 		s.byName[DefaultSinkName] = build(DefaultSinkName, cfg.OutboxSink)
+		s.options[DefaultSinkName] = cfg.OutboxSink.Options
 		s.defaultSink = DefaultSinkName
 	}
 	return s, nil
