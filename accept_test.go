@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // holdKey inserts a receipt for eventID on the async endpoint in a transaction of its
@@ -78,7 +79,7 @@ func (b *testBundle) blockFlusher(t *testing.T) (release func(), blocked chan re
 
 func (b *testBundle) waitQueued(t *testing.T, n int) {
 	t.Helper()
-	waitUntil(t, "deliveries to queue for the next batch", func() bool { return b.inbox.AcceptQueuedForTest() == n })
+	testwait.Until(t, 30*time.Second, "deliveries to queue for the next batch", func() bool { return b.inbox.AcceptQueuedForTest() == n })
 }
 
 func collect(t *testing.T, results chan received, n int) map[string][]received {

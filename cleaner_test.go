@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // ageAll makes every receipt received and (if processed) processed 40 days ago.
@@ -131,7 +132,7 @@ func TestRunCleaner_DeletesAndPurgesPeriodically(t *testing.T) {
        processed_at = CASE WHEN event_id = 'evt_old' THEN now() - interval '40 days' WHEN processed_at IS NOT NULL THEN now() - interval '20 days' END`); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the cleaner to delete the 40-day-old receipt and purge the 20-day-old payload", func() bool {
+	testwait.Until(t, 30*time.Second, "the cleaner to delete the 40-day-old receipt and purge the 20-day-old payload", func() bool {
 		return b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_old'`) == 0 &&
 			b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_mid' AND payload = 'null'::jsonb`) == 1
 	})

@@ -22,11 +22,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // harness opens a fresh, migrated database for one test and knows the driver's dialect
@@ -51,16 +52,13 @@ type world[TTx any] struct {
 	// effect is the counting handler: one row in test_effects per application, and no
 	// unique key, so only the inbox stands between an event and a second row.
 	effect hookinbox.HandlerFunc[TTx]
-	// fail returns an error after the handler wrote (the write must roll back).
-	billing   func() map[string]hookinbox.HandlerFunc[TTx]
-	anomalies func(t *testing.T) []billing.Anomaly
 	// sleep is a handler statement that runs until its context ends.
 	sleep string
 }
 
 func (w *world[TTx]) inbox(t *testing.T, maxConns int, o setupOpts) *hookinbox.Inbox[TTx] {
 	t.Helper()
-	return buildTestInbox(t, w.newDriver(t, maxConns), o, w.billing)
+	return buildTestInbox(t, w.newDriver(t, maxConns), o)
 }
 
 var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T) *world[pgx.Tx] {
@@ -69,7 +67,7 @@ var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T)
 	if err := pgxdriver.New(db.Pool).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	w := &world[pgx.Tx]{
@@ -98,15 +96,7 @@ var postgresHarness = harness[pgx.Tx]{name: "postgres", open: func(t *testing.T)
 		},
 		expireLeases: `UPDATE hookinbox_inbox SET available_at = now() WHERE state = 'pending'`,
 		effect:       countingHandler,
-		billing:      billing.Handlers,
-		anomalies: func(t *testing.T) []billing.Anomaly {
-			list, err := billing.Anomalies(ctx, db.Pool)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return list
-		},
-		sleep: `SELECT pg_sleep(30)`,
+		sleep:        `SELECT pg_sleep(30)`,
 	}
 	w.exec(t, `CREATE TABLE test_effects (id bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)`)
 	return w
@@ -128,7 +118,7 @@ var sqliteHarness = harness[*sql.Tx]{name: "sqlite", open: func(t *testing.T) *w
 	if err := sqlitedriver.New(main).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, main); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(main)); err != nil {
 		t.Fatal(err)
 	}
 	w := &world[*sql.Tx]{
@@ -150,14 +140,6 @@ var sqliteHarness = harness[*sql.Tx]{name: "sqlite", open: func(t *testing.T) *w
 		effect: func(ctx context.Context, tx *sql.Tx, ev hookinbox.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO test_effects (event_id) VALUES (?1)`, ev.ID)
 			return err
-		},
-		billing: billing.HandlersSQL,
-		anomalies: func(t *testing.T) []billing.Anomaly {
-			list, err := billing.AnomaliesSQL(ctx, main)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return list
 		},
 		sleep: `WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r`,
 	}
@@ -311,7 +293,11 @@ func conformVoid[TTx any](t *testing.T, w *world[TTx]) {
 	if n := w.count(t, `SELECT (SELECT count(*) FROM ledger_entries) + (SELECT count(*) FROM hookinbox_outbox)`); n != 0 {
 		t.Fatalf("%d ledger or outbox rows for a void invoice", n)
 	}
-	if a := w.anomalies(t); len(a) != 1 || a[0].Kind != billing.AnomalyPaymentForVoidInvoice {
+	a, err := billing.NewStore(w.newDriver(t, 1)).Anomalies(w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 1 || a[0].Kind != billing.AnomalyPaymentForVoidInvoice {
 		t.Fatalf("anomalies %+v", a)
 	}
 }
@@ -351,13 +337,10 @@ func runWorkers[TTx any](t *testing.T, w *world[TTx], inboxes ...*hookinbox.Inbo
 		wg.Go(func() { _ = inbox.Run(ctx) })
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("receipts still unprocessed after 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 60*time.Second, "every receipt processed", func() (bool, error) {
+		n := w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`)
+		return n == 0, fmt.Errorf("%d receipts still unprocessed", n)
+	})
 }
 
 func conformWorkerFailure[TTx any](t *testing.T, w *world[TTx]) {

@@ -120,10 +120,10 @@
 // every process and every operator tool agree without sharing a configuration.
 // Inbox.Migrate applies the migrations (forward-only, in one transaction, under a
 // lock: safe to run twice and from several processes); teams with their own migration
-// tool apply the same SQL from pgxdriver.WriteMigrations or `hookinbox migrate
+// tool apply the same SQL from driver.WriteMigrations or `hookinbox migrate
 // --print`. A database created before schema version 3, with the unprefixed names
 // webhook_inbox, outbox and effects, is renamed in place with its rows. The billing
-// example domain (package billing) has its own tables and migrations.
+// example domain (package examples/billing) has its own tables and migrations.
 //
 // # Operating
 //

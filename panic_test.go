@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // panicking is a handler with a bug: it panics before its work commits.
@@ -84,7 +85,7 @@ func TestPanic_AsyncAttemptsEndInReview(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	op := hookinbox.NewOperator(b.inbox.Driver().Executor(), nil)
-	waitUntil(t, "the panicking receipt to need review", func() bool {
+	testwait.Until(t, 30*time.Second, "the panicking receipt to need review", func() bool {
 		s, err := op.Stats(b.ctx)
 		return err == nil && s.NeedsReview == 1
 	})
@@ -94,18 +95,6 @@ func TestPanic_AsyncAttemptsEndInReview(t *testing.T) {
 	}
 	if out := b.receive(t, invoiceEvent(epHybrid, "evt_good", "invoice.paid", "in_2", 100)); out != hookinbox.OutcomeProcessed {
 		t.Fatalf("another endpoint after the panics: %s", out)
-	}
-}
-
-// waitUntil polls cond, the state a test asserts, until it holds (or fails after 30 s).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

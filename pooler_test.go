@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // These tests hold on any server; scripts/pgbouncer-test.sh runs them (and the rest of
@@ -24,7 +25,7 @@ import (
 // polling every poll, and returns a stop function.
 func otherProcessWorkers(t *testing.T, b *testBundle, d *pgxdriver.Driver, poll time.Duration, pollOnly bool) (*hookinbox.Inbox[pgx.Tx], func()) {
 	t.Helper()
-	workers := buildTestInbox(t, d, setupOpts{noBilling: true, pollOnly: pollOnly, worker: hookinbox.WorkerConfig{PollInterval: poll}}, nil)
+	workers := buildTestInbox(t, d, setupOpts{noBilling: true, pollOnly: pollOnly, worker: hookinbox.WorkerConfig{PollInterval: poll}})
 	workers.Handle(epAsync, "invoice.created", countingHandler)
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan struct{})
@@ -64,7 +65,7 @@ func TestPooler_WorkersDrainByPollingWithWakeOff(t *testing.T) {
 	defer stop()
 	const n = 20
 	receiveAsync(t, b, b.inbox, n)
-	waitUntil(t, "the other process's workers to drain the receipts", func() bool {
+	testwait.Until(t, 30*time.Second, "the other process's workers to drain the receipts", func() bool {
 		return b.count(t, `SELECT count(*) FROM test_effects`) == n
 	})
 	if left := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state <> 'processed'`); left != 0 {
@@ -84,11 +85,11 @@ func TestPooler_ListenerOnADirectConnectionWakesWorkers(t *testing.T) {
 	defer stop()
 	// Every worker claims once at start and once more when the listener listens (see
 	// scenarioOtherProcessReceives): after that, only a notification makes them claim.
-	waitUntil(t, "the workers' first claims and the listener's", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers' first claims and the listener's", func() bool {
 		return workers.ClaimsForTest() >= int64(workers.WorkerConcurrencyForTest()+1)
 	})
 	receiveAsync(t, b, b.inbox, 1)
-	waitUntil(t, "the other process's workers to be woken", func() bool { return b.effects(t, "evt_0") == 1 })
+	testwait.Until(t, 30*time.Second, "the other process's workers to be woken", func() bool { return b.effects(t, "evt_0") == 1 })
 }
 
 // The broken variant: through a pooler in transaction mode, a listener on a pool
@@ -102,19 +103,14 @@ func TestBrokenPooledListener_IsNotWoken(t *testing.T) {
 	b := setup(t, setupOpts{noBilling: true})
 	workers, stop := otherProcessWorkers(t, b, pgxdriver.New(ownPool(t, b)), time.Hour, false)
 	defer stop()
-	waitUntil(t, "the workers' first claims and the listener's", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers' first claims and the listener's", func() bool {
 		return workers.ClaimsForTest() >= int64(workers.WorkerConcurrencyForTest()+1)
 	})
 	receiveAsync(t, b, b.inbox, 1)
 	// Long enough for a notification to be heard and acted on many times over (it
 	// takes milliseconds); not a measure of speed.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if b.effects(t, "evt_0") != 0 {
-			t.Fatal("woken through the pooler: the test cannot tell a direct listener from a pooled one")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Never(t, 2*time.Second, "woken through the pooler: the test cannot tell a direct listener from a pooled one",
+		func() bool { return b.effects(t, "evt_0") != 0 })
 }
 
 // Why a pooled URL needs default_query_exec_mode=exec: pgx's default names a prepared

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
@@ -344,7 +344,7 @@ func TestBillingPaymentsBatch_SameStateAsOneByOne(t *testing.T) {
 		for k := range payments {
 			payments[k].Provider = "stripe"
 		}
-		fn := billing.PaymentsBatch()
+		fn := billing.PaymentsBatch[pgx.Tx]()
 		apply := func(evs []hookinbox.Event) error {
 			return pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error { return fn(ctx, tx, evs) })
 		}
@@ -361,7 +361,7 @@ func TestBillingPaymentsBatch_SameStateAsOneByOne(t *testing.T) {
 				}
 			}
 		} else {
-			one := billing.Handlers()[billing.TypeInvoicePaid]
+			one := billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid]
 			for _, ev := range payments {
 				if err := pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error { return one(ctx, tx, ev) }); err != nil {
 					t.Fatal(err)

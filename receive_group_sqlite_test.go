@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -64,9 +66,9 @@ func TestReceiveGroup_SQLiteHandlerThatEndsTheTransactionIsNotAnswered2xx(t *tes
 	h := recv("evt_hold")
 	<-held
 	r1 := recv("evt_swallow")
-	waitUntil(t, "queued", func() bool { return inbox.SyncQueuedForTest() == 1 })
+	testwait.Until(t, 30*time.Second, "queued", func() bool { return inbox.SyncQueuedForTest() == 1 })
 	r2 := recv("evt_next")
-	waitUntil(t, "queued", func() bool { return inbox.SyncQueuedForTest() == 2 })
+	testwait.Until(t, 30*time.Second, "queued", func() bool { return inbox.SyncQueuedForTest() == 2 })
 	close(hold)
 	<-h
 	a, b := <-r1, <-r2

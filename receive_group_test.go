@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // groupBundle is an inbox whose sync deliveries share one flusher, with a handler on
@@ -103,7 +105,7 @@ func (g *groupBundle) group(t *testing.T, evs ...hookinbox.Event) map[string][]r
 	held := g.receiveAsync(invoiceEvent(epBilling, "evt_hold", "invoice.paid", "in_hold", 1))
 	<-g.held
 	results := g.receiveAsync(evs...)
-	waitUntil(t, "the deliveries to queue behind the held one", func() bool { return g.inbox.SyncQueuedForTest() == len(evs) })
+	testwait.Until(t, 30*time.Second, "the deliveries to queue behind the held one", func() bool { return g.inbox.SyncQueuedForTest() == len(evs) })
 	g.release()
 	if r := <-held; r.err != nil || r.out != hookinbox.OutcomeProcessed {
 		t.Fatalf("the held delivery: %s, %v", r.out, r.err)
@@ -213,7 +215,7 @@ VALUES ('stripe', $1, 'evt_2', 'invoice.paid', '{}')`, epBilling); err != nil {
 	held := g.receiveAsync(invoiceEvent(epBilling, "evt_hold", "invoice.paid", "in_hold", 1))
 	<-g.held
 	results := g.receiveAsync(paid(epBilling, "evt_1"), paid(epBilling, "evt_2"), paid(epBilling, "evt_3"))
-	waitUntil(t, "the deliveries to queue", func() bool { return g.inbox.SyncQueuedForTest() == 3 })
+	testwait.Until(t, 30*time.Second, "the deliveries to queue", func() bool { return g.inbox.SyncQueuedForTest() == 3 })
 	g.release()
 	<-held
 	g.db.WaitForLockWaiters(t, 1)

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 // Seed case 3: the first copy's handler fails while a second copy waits on the unique
@@ -24,7 +24,7 @@ func TestReceive_WaitingCopyTakesOverAfterRollback(t *testing.T) {
 	t.Cleanup(releaseFirst)
 	var calls sync.Mutex
 	first := true
-	paid := billing.Handlers()[billing.TypeInvoicePaid]
+	paid := billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid]
 	b.inbox.Handle(epBilling, billing.TypeInvoicePaid, func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		calls.Lock()
 		isFirst := first
@@ -76,7 +76,7 @@ func TestReceive_WaitingCopyTakesOverAfterRollback(t *testing.T) {
 func TestReceive_HandlerFailureLeavesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noBilling: true})
-	paid := billing.Handlers()[billing.TypeInvoicePaid]
+	paid := billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid]
 	fail := true
 	b.inbox.Handle(epBilling, billing.TypeInvoicePaid, func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		if err := paid(ctx, tx, ev); err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
@@ -93,7 +93,7 @@ func receiveMarkAfter(ctx context.Context, b *testBundle, ev hookinbox.Event, fn
 // the redelivery's outcome and the number of ledger rows.
 func scenarioUpdateFailsThenRedelivered(t *testing.T, receive receiveFunc) (hookinbox.Outcome, int) {
 	b := setup(t, setupOpts{noBilling: true})
-	paid := billing.Handlers()[billing.TypeInvoicePaid]
+	paid := billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid]
 	fail := true
 	fn := func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
 		if err := paid(ctx, tx, ev); err != nil {

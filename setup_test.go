@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
@@ -85,7 +85,7 @@ func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE test_effects (id bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)`); err != nil {
@@ -98,15 +98,14 @@ func setupTB(t testing.TB, opts ...setupOpts) *testBundle {
 // one schema, as several processes would.
 func newTestInbox(t testing.TB, pool *pgxpool.Pool, o setupOpts) *hookinbox.Inbox[pgx.Tx] {
 	t.Helper()
-	return buildTestInbox(t, pgxdriver.New(pool), o, billing.Handlers)
+	return buildTestInbox(t, pgxdriver.New(pool), o)
 }
 
 // buildTestInbox returns an inbox on d with the four test endpoints (one per mode, and a
 // second sync one), no retry delay, a short poll, and, unless o.noBilling, the billing
 // handlers of handlers on every endpoint. Both the PostgreSQL tests and the behaviour
 // suite build their inboxes here.
-func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
-	handlers func() map[string]hookinbox.HandlerFunc[TTx]) *hookinbox.Inbox[TTx] {
+func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts) *hookinbox.Inbox[TTx] {
 	t.Helper()
 	v, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
 	if err != nil {
@@ -139,7 +138,7 @@ func buildTestInbox[TTx any](t testing.TB, d driver.Driver[TTx], o setupOpts,
 	}
 	if !o.noBilling {
 		for _, ep := range []string{epBilling, epAnalytics, epAsync, epHybrid} {
-			for typ, fn := range handlers() {
+			for typ, fn := range billing.Handlers[TTx]() {
 				inbox.Handle(ep, typ, fn)
 			}
 		}

@@ -2,7 +2,6 @@ package hookinbox_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -25,7 +24,7 @@ func TestTrace_SQLiteStoresTheTraceContext(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	d := sqlitedriver.New(db)
-	inbox := buildTestInbox(t, d, setupOpts{tracer: rec.tp, noBilling: true}, func() map[string]hookinbox.HandlerFunc[*sql.Tx] { return nil })
+	inbox := buildTestInbox(t, d, setupOpts{tracer: rec.tp, noBilling: true})
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testnats"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -45,24 +46,17 @@ func newSpanRecorder(t *testing.T) *spanRecorder {
 // after the client has its answer), and returns every ended span.
 func (r *spanRecorder) waitFor(t *testing.T, names ...string) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		spans := r.rec.Ended()
-		missing := ""
+	var spans []sdktrace.ReadOnlySpan
+	testwait.For(t, 10*time.Second, fmt.Sprintf("spans %v to end", names), func() (bool, error) {
+		spans = r.rec.Ended()
 		for _, n := range names {
 			if findSpan(spans, n) == nil {
-				missing = n
-				break
+				return false, fmt.Errorf("no span %q ended; spans: %s", n, spanNames(spans))
 			}
 		}
-		if missing == "" {
-			return spans
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %q ended; spans: %s", missing, spanNames(spans))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return true, nil
+	})
+	return spans
 }
 
 func findSpan(spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // The cross-process wake latency, a measurement rather than a test (docs/BENCHMARKS.md):
@@ -66,7 +67,7 @@ func TestWakeLatency(t *testing.T) {
 			return b.count(t, `SELECT count(*) FROM wake_started WHERE event_id = $1`, id) == 1
 		}
 		receive("warmup")
-		waitUntil(t, "the child's workers to start", func() bool { return started("warmup") })
+		testwait.Until(t, 30*time.Second, "the child's workers to start", func() bool { return started("warmup") })
 		var lat []time.Duration
 		for i := range mode.n {
 			// Idle workers: past a random part of a poll, so that polling is measured
@@ -74,7 +75,7 @@ func TestWakeLatency(t *testing.T) {
 			time.Sleep(time.Duration(50+i*997%400) * time.Millisecond)
 			id := fmt.Sprintf("evt_%d", i)
 			receive(id)
-			waitUntil(t, "the child's worker to start "+id, func() bool { return started(id) })
+			testwait.Until(t, 30*time.Second, "the child's worker to start "+id, func() bool { return started(id) })
 			var ns int64
 			if err := b.db.Pool.QueryRow(ctx, `SELECT started_ns FROM wake_started WHERE event_id = $1`, id).Scan(&ns); err != nil {
 				t.Fatal(err)

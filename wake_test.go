@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // scenarioOtherProcessReceives runs workers in one "process" (an inbox on a pool of its
@@ -36,7 +37,7 @@ func scenarioOtherProcessReceives(t *testing.T, pollOnly bool) (b *testBundle, p
 	// Every worker claims once at start, and one more time when the listener, once
 	// listening, wakes them for what may have been announced before: after that claim,
 	// nothing but a notification (or the hourly poll) makes them claim again.
-	waitUntil(t, "the workers' first claims and the listener's", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers' first claims and the listener's", func() bool {
 		return workers.ClaimsForTest() >= int64(workers.WorkerConcurrencyForTest()+1)
 	})
 
@@ -57,7 +58,7 @@ func TestWake_OtherProcessesWorkersAreWoken(t *testing.T) {
 	t.Parallel()
 	_, processed, stop := scenarioOtherProcessReceives(t, false)
 	defer stop()
-	waitUntil(t, "the other process's workers to process the receipt", processed)
+	testwait.Until(t, 30*time.Second, "the other process's workers to process the receipt", processed)
 }
 
 // The broken variant: a receiver that does not notify (PollOnly) leaves the receipt to
@@ -68,13 +69,7 @@ func TestBrokenReceiverWithoutNotify_LeavesTheReceiptToThePoll(t *testing.T) {
 	defer stop()
 	// Long enough for a notification to have been sent, heard and acted on many times
 	// over (it takes milliseconds); not a measure of speed.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if processed() {
-			t.Fatal("processed without a notification: the test cannot tell the wake from the poll")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Never(t, 2*time.Second, "processed without a notification: the test cannot tell the wake from the poll", processed)
 	if r := b.receipt(t, epAsync, "evt_1"); r.State != hookinboxtype.StatePending {
 		t.Fatalf("receipt %+v, want still pending", r)
 	}

@@ -3,6 +3,7 @@ package hookinbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // expireLeases makes every leased receipt claimable now: what the passing of the lease
@@ -42,13 +44,10 @@ func runUntilProcessed(t *testing.T, b *testBundle, inboxes ...*hookinbox.Inbox[
 		wg.Go(func() { _ = inbox.Run(ctx) })
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("receipts still unprocessed after 30 s: %s", b.tableCounts(t))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "every receipt processed", func() (bool, error) {
+		n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`)
+		return n == 0, fmt.Errorf("%d receipts still unprocessed", n)
+	})
 }
 
 // claimCrashes claims and "crashes" three times: the worker dies after its claim, and

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/internal/testdb"
@@ -58,10 +58,10 @@ func setupWrapped(t *testing.T, mode hookinbox.Mode, wrap func(hookinbox.Handler
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
-	for typ, fn := range billing.Handlers() {
+	for typ, fn := range billing.Handlers[pgx.Tx]() {
 		if wrap != nil {
 			fn = wrap(fn)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -40,10 +40,10 @@ func TestStripe_OnSQLite(t *testing.T) {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, db); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(db)); err != nil {
 		t.Fatal(err)
 	}
-	billing.RegisterSQL(inbox, endpoint)
+	billing.Register(inbox, endpoint)
 	fake := fakestripe.New(t)
 	for i := 1; i <= 5; i++ {
 		fake.AddEvent(fakeInvoicePaid(i))

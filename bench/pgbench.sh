@@ -25,7 +25,7 @@ file=bench/$script.pgbench
 psql -q -v ON_ERROR_STOP=1 "$url" -c "CREATE SCHEMA $schema"
 trap 'PGOPTIONS="-c client_min_messages=warning" psql -q "$url" -c "DROP SCHEMA IF EXISTS $schema CASCADE"' EXIT
 export PGOPTIONS="-c search_path=$schema"
-for f in driver/pgxdriver/migrations/*.sql billing/migrations/postgres/*.sql; do
+for f in driver/pgxdriver/migrations/*.sql examples/billing/migrations/postgres/*.sql; do
   psql -q -v ON_ERROR_STOP=1 "$url" -f "$f"
 done
 psql -q -v ON_ERROR_STOP=1 "$url" \

@@ -41,6 +41,17 @@ type Driver[TTx any] interface {
 	// knows. The schema is current when they are equal.
 	SchemaVersion(ctx context.Context) (applied, latest int, err error)
 
+	// MigrateLine applies the migrations of line not yet applied, each recorded in the
+	// line's own version table, in one transaction under a lock scoped to the line
+	// (see the function MigrateLine, which drivers run with their Migrator). Migrate
+	// is MigrateLine of hookinbox's line; a package beside the core (the billing
+	// example) migrates its own tables with it, through whichever driver it is given.
+	MigrateLine(ctx context.Context, line MigrationLine) error
+
+	// LineVersion returns the newest applied migration of line (0 when none) and the
+	// newest one line has, taking no lock.
+	LineVersion(ctx context.Context, line MigrationLine) (applied, latest int, err error)
+
 	// TranslateError wraps err with the sentinel of this package that it matches, if
 	// any, keeping the original in the chain. Handler errors pass through it so the core
 	// can tell a statement timeout or an unreachable database from a handler's own error.

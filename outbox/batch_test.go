@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -126,7 +127,7 @@ func scenarioLeaseLostWhileWaiting(t *testing.T, broken bool) int {
 		ran <- err
 	}()
 	// Wait until A delivered the first and the second's lease is over.
-	b.waitFor(t, "A's first delivery and the end of the second's lease", func() bool {
+	testwait.Until(t, 60*time.Second, "A's first delivery and the end of the second's lease", func() bool {
 		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'published'`) == 1 &&
 			b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'pending' AND available_at <= now()`) == 1
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -100,25 +101,12 @@ func (b *bundle) runUntil(t *testing.T, done func() bool, ds ...*outbox.Dispatch
 		wg.Go(func() { _ = d.Run(ctx) })
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not done after 60 s: %d unpublished", b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE published_at IS NULL`))
+	testwait.For(t, 60*time.Second, "the dispatchers done", func() (bool, error) {
+		if done() {
+			return true, nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitFor waits until cond holds, failing the test after a minute.
-func (b *bundle) waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not done after 60 s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Errorf("%d unpublished", b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE published_at IS NULL`))
+	})
 }
 
 func (b *bundle) allPublished(t *testing.T) func() bool {

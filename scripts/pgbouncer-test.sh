@@ -20,7 +20,7 @@ dir=/tmp/hookinbox-pgbouncer-test-$bouncer_port
 # What runs by default: the library, its drivers, the outbox and effect packages and
 # billing, i.e. everything that takes its pools from internal/testdb. cmd/hookinbox
 # and internal/server build URLs with a search_path themselves.
-packages=(. ./driver/... ./outbox ./effect ./billing)
+packages=(. ./driver/... ./outbox ./effect ./examples/billing)
 # Tests that need a client connection to be a server session, which a transaction
 # pooler is not by design:
 skip=(

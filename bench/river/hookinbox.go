@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -85,7 +85,7 @@ func runHookinbox(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result
 		if err := inbox.Migrate(ctx); err != nil {
 			return err
 		}
-		if err := billing.Migrate(ctx, setup); err != nil {
+		if err := billing.Migrate(ctx, pgxdriver.New(setup)); err != nil {
 			return err
 		}
 		return receiveAll(ctx, inbox, o.events, o.workers)

@@ -16,8 +16,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 // invoicePaidArgs is a River job carrying the same verified Stripe event a hookinbox
@@ -111,7 +111,7 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 		}
 		// billing's tables, and hookinbox's (for hookinbox_outbox, where billing's
 		// handler writes its message; hookinbox_inbox stays empty on this side).
-		if err := billing.Migrate(ctx, setup); err != nil {
+		if err := billing.Migrate(ctx, pgxdriver.New(setup)); err != nil {
 			return err
 		}
 		if err := pgxdriver.New(setup).Migrate(ctx); err != nil {
@@ -159,7 +159,7 @@ func runRiver(ctx context.Context, o *options, admin *pgxpool.Pool) (*Result, er
 	var failed atomic.Int64
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &invoicePaidWorker{
-		pool: pool, handler: billing.Handlers()[billing.TypeInvoicePaid], progress: prog, failed: &failed,
+		pool: pool, handler: billing.Handlers[pgx.Tx]()[billing.TypeInvoicePaid], progress: prog, failed: &failed,
 	})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		FetchCooldown:     o.riverFetchCooldown,

@@ -19,6 +19,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // The black-box tests run the built binary against a fresh schema, as an operator
@@ -73,7 +74,7 @@ func setupE2E(t *testing.T, dbHost string) *e2eBundle {
 func (b *e2eBundle) serve(t *testing.T) *serveProc {
 	t.Helper()
 	p := startServe(t, b.env, "--config", b.config)
-	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	return p
 }
 
@@ -253,10 +254,10 @@ func TestEvents_RetryBringsNeedsReviewBack(t *testing.T) {
 	if got := b.send(t, p, "/webhooks/queue", "--id", "evt_e2e_review", "--invoice", "in_e2e_review", "--customer", "cus_blocked"); !strings.HasSuffix(got[0], `200 {"outcome":"accepted"}`) {
 		t.Fatalf("send to the async endpoint: %q", got)
 	}
-	waitFor(t, "the receipt to need review", func() bool { return b.status(t).NeedsReview == 1 })
+	testwait.Until(t, 30*time.Second, "the receipt to need review", func() bool { return b.status(t).NeedsReview == 1 })
 	// The worker counts an attempt just after the state it records commits: wait for
 	// the counter too, rather than read it at the instant the state changed.
-	waitFor(t, "the failed attempts counter to reach 2", func() bool {
+	testwait.Until(t, 30*time.Second, "the failed attempts counter to reach 2", func() bool {
 		return metric(t, p, `hookinbox_attempts_total{endpoint="queue",result="failed"}`) == 2
 	})
 
@@ -279,7 +280,7 @@ func TestEvents_RetryBringsNeedsReviewBack(t *testing.T) {
 	if out := mustRun(t, b.env, "events", "retry", "stripe", "queue", "evt_e2e_review", "--config", b.config); !strings.Contains(out, "retrying stripe queue evt_e2e_review") {
 		t.Errorf("events retry printed %q", out)
 	}
-	waitFor(t, "the retried receipt to be processed", func() bool {
+	testwait.Until(t, 30*time.Second, "the retried receipt to be processed", func() bool {
 		var r receiptJSON
 		out := mustRun(t, b.env, "events", "show", "stripe", "queue", "evt_e2e_review", "--json", "--config", b.config)
 		return json.Unmarshal([]byte(out), &r) == nil && r.State == "processed"
@@ -340,7 +341,7 @@ func TestServe_ReadyzFollowsTheDatabase(t *testing.T) {
 	p := b.serve(t)
 
 	proxy.setDown(true)
-	waitFor(t, "/readyz to answer 503", func() bool { code, _ := get(p.url("/readyz")); return code == 503 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 503", func() bool { code, _ := get(p.url("/readyz")); return code == 503 })
 	if code, body := get(p.url("/readyz")); !strings.Contains(body, `"database unreachable"`) {
 		t.Errorf("/readyz while down = %d %s", code, body)
 	}
@@ -354,7 +355,7 @@ func TestServe_ReadyzFollowsTheDatabase(t *testing.T) {
 	}
 
 	proxy.setDown(false)
-	waitFor(t, "/readyz to answer 200 again", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200 again", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	if got := b.send(t, p, "/webhooks/stripe", "--id", "evt_e2e_down"); !strings.HasSuffix(got[0], `200 {"outcome":"processed"}`) {
 		t.Errorf("the retry after the outage: %q", got)
 	}
@@ -429,7 +430,7 @@ func TestServe_SecondSignalExitsAtOnce(t *testing.T) {
 	b.db.WaitForLockWaiters(t, 1)
 
 	p.signal(syscall.SIGTERM)
-	waitFor(t, "serve to start shutting down", func() bool { return strings.Contains(p.Logs(), "hookinbox: shutting down") })
+	testwait.Until(t, 30*time.Second, "serve to start shutting down", func() bool { return strings.Contains(p.Logs(), "hookinbox: shutting down") })
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(20 * time.Second); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("serve exited %d after a second SIGTERM, want %d", code, 128+int(syscall.SIGTERM))

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // The failover test runs the binary against a primary with a streaming standby, kills
@@ -89,7 +90,7 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 	receivers := startServe(t, env, "--config", cfgPath, "--role", "receivers")
 	workers := startServe(t, env, "--config", cfgPath, "--role", "workers")
 	for _, p := range []*serveProc{receivers, workers} {
-		waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+		testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	}
 
 	// /readyz, sampled all along.
@@ -153,7 +154,7 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "200 events answered 2xx before the failover", func() bool { return acked.Load() >= 200 })
+	testwait.Until(t, 30*time.Second, "200 events answered 2xx before the failover", func() bool { return acked.Load() >= 200 })
 
 	run := func(name, cmd string) time.Time {
 		t.Helper()
@@ -165,7 +166,7 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 	}
 	rep.AckedBeforeStop = int(acked.Load())
 	stopped := run("stopping the primary", stopCmd)
-	waitFor(t, "/readyz to answer 503 without a primary", func() bool { code, _ := get(receivers.url("/readyz")); return code == 503 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 503 without a primary", func() bool { code, _ := get(receivers.url("/readyz")); return code == 503 })
 	rep.NotReadyAfterStopMS = ms(time.Since(stopped))
 	// The outage an operator (or Patroni) takes to decide on the promotion: long enough
 	// for the receivers to answer many deliveries without a primary.
@@ -173,10 +174,10 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 	promoteStart := time.Now()
 	promoted := run("promoting the standby", promoteCmd)
 	rep.OutageMS = ms(promoteStart.Sub(stopped))
-	waitFor(t, "/readyz to answer 200 on the new primary", func() bool { code, _ := get(receivers.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200 on the new primary", func() bool { code, _ := get(receivers.url("/readyz")); return code == 200 })
 	rep.PromoteToReadyMS = ms(time.Since(promoted))
 	after := acked.Load()
-	waitFor(t, "100 more events answered 2xx by the same receivers", func() bool { return acked.Load() >= after+100 })
+	testwait.Until(t, 30*time.Second, "100 more events answered 2xx by the same receivers", func() bool { return acked.Load() >= after+100 })
 	stopLoad()
 	wg.Wait()
 
@@ -188,7 +189,7 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	waitFor(t, "the workers to process every accepted receipt on the new primary", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers to process every accepted receipt on the new primary", func() bool {
 		var left int
 		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM hookinbox_inbox WHERE state <> 'processed'`).Scan(&left); err != nil {
 			t.Fatal(err)

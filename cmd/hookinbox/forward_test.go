@@ -21,6 +21,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/internal/testnats"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // The forward tests run serve with handler forward against a real receiver: an HTTP
@@ -156,8 +157,8 @@ shutdown_timeout: 10s
 			t.Errorf("send %s twice: %v", id, got)
 		}
 	}
-	waitFor(t, "three forwarded events", func() bool { return len(rcv.received()) >= 3 })
-	waitFor(t, "the outbox to hold only billing's message", func() bool { return len(b.outboxList(t, "--pending")) == 1 })
+	testwait.Until(t, 30*time.Second, "three forwarded events", func() bool { return len(rcv.received()) >= 3 })
+	testwait.Until(t, 30*time.Second, "the outbox to hold only billing's message", func() bool { return len(b.outboxList(t, "--pending")) == 1 })
 
 	got := rcv.receivedBySource(t)
 	if len(rcv.received()) != 3 || len(got) != 3 {
@@ -238,7 +239,7 @@ shutdown_timeout: 10s
 			t.Errorf("send %s twice: %v", id, got)
 		}
 	}
-	waitFor(t, "the outbox to be delivered", func() bool {
+	testwait.Until(t, 30*time.Second, "the outbox to be delivered", func() bool {
 		s := b.status(t)
 		return s.Unprocessed == 0 && s.Outbox.Pending == 0 && b.count(t, `SELECT count(*) FROM hookinbox_outbox`) == 3
 	})
@@ -304,12 +305,12 @@ shutdown_timeout: 10s
 		t.Errorf("send while NATS is down: %q", got)
 	}
 	const failed = `hookinbox_outbox_deliveries_total{result="failed",sink="endpoint:js"}`
-	waitFor(t, "a failed delivery", func() bool { return metric(t, p, failed) >= 1 })
+	testwait.Until(t, 30*time.Second, "a failed delivery", func() bool { return metric(t, p, failed) >= 1 })
 
 	proxy.setDown(false)
-	waitFor(t, "the message in the stream", func() bool { return stream.Count(t) == 1 })
-	waitFor(t, "the outbox to be delivered", func() bool { return b.status(t).Outbox.Pending == 0 })
-	waitFor(t, "/readyz to report NATS connected", func() bool {
+	testwait.Until(t, 30*time.Second, "the message in the stream", func() bool { return stream.Count(t) == 1 })
+	testwait.Until(t, 30*time.Second, "the outbox to be delivered", func() bool { return b.status(t).Outbox.Pending == 0 })
+	testwait.Until(t, 30*time.Second, "/readyz to report NATS connected", func() bool {
 		_, body := get(p.url("/readyz"))
 		return strings.Contains(body, `"nats":"connected"`)
 	})
@@ -341,7 +342,7 @@ shutdown_timeout: 10s
 	for _, id := range []string{"evt_review_1", "evt_review_2"} {
 		b.send(t, p, "/webhooks/stripe", "--id", id, "--type", "customer.created")
 	}
-	waitFor(t, "both messages to need review", func() bool { return b.status(t).Outbox.NeedsReview == 2 })
+	testwait.Until(t, 30*time.Second, "both messages to need review", func() bool { return b.status(t).Outbox.NeedsReview == 2 })
 	if s := b.status(t); s.Outbox.Pending != 2 || s.Unprocessed != 0 {
 		t.Errorf("status = %+v", s)
 	}
@@ -352,7 +353,7 @@ shutdown_timeout: 10s
 		t.Errorf("receiver refused %d deliveries, want 2 attempts of 2 messages", n)
 	}
 	// Each delivery is counted just after its failure is recorded: wait for the counter.
-	waitFor(t, "the failed deliveries counter to reach 4", func() bool {
+	testwait.Until(t, 30*time.Second, "the failed deliveries counter to reach 4", func() bool {
 		return metric(t, p, `hookinbox_outbox_deliveries_total{result="failed",sink="endpoint:gateway"}`) == 4
 	})
 
@@ -379,11 +380,11 @@ shutdown_timeout: 10s
 	if out := mustRun(t, b.env, "outbox", "retry", first, "--config", b.config); out != "retrying outbox message "+first+"\n" {
 		t.Errorf("outbox retry printed %q", out)
 	}
-	waitFor(t, "the retried message to be delivered", func() bool { return len(rcv.received()) == 1 })
+	testwait.Until(t, 30*time.Second, "the retried message to be delivered", func() bool { return len(rcv.received()) == 1 })
 	if out := mustRun(t, b.env, "outbox", "retry", "--all-needs-review", "--config", b.config); out != "retrying 1 outbox messages\n" {
 		t.Errorf("outbox retry --all-needs-review printed %q", out)
 	}
-	waitFor(t, "every message to be delivered", func() bool { return b.status(t).Outbox.Pending == 0 })
+	testwait.Until(t, 30*time.Second, "every message to be delivered", func() bool { return b.status(t).Outbox.Pending == 0 })
 	if got := rcv.receivedBySource(t); len(got) != 2 || len(rcv.received()) != 2 {
 		t.Errorf("received %d deliveries for %v, want one per event", len(rcv.received()), keysOf(got))
 	}

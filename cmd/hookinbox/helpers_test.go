@@ -53,18 +53,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 30 s waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // schemaURL returns a database URL whose sessions use db's schema and are named after
 // it (so testdb.WaitForLockWaiters sees them). host replaces the server's host:port
 // when not empty.

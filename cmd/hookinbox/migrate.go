@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -105,8 +105,9 @@ func (a *app) printMigrations(line, driverName string, from int) error {
 	if err != nil {
 		return err
 	}
+	dialect := pgxdriver.MigrationDialect()
 	if driverName == "sqlite" {
-		return sqlitedriver.WriteMigrations(a.stdout, l, from)
+		dialect = sqlitedriver.MigrationDialect()
 	}
-	return pgxdriver.WriteMigrations(a.stdout, l, from)
+	return driver.WriteMigrations(a.stdout, dialect, l, from)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // A database outage under load, on a private PostgreSQL that the test stops and
@@ -133,7 +134,7 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 	}
 	mustRun(t, env, "migrate", "--config", cfgPath)
 	p := startServe(t, env, "--config", cfgPath)
-	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 
 	var (
 		mu      sync.Mutex
@@ -192,11 +193,11 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "the senders to be answered before the outage", func() bool { return countAcked(time.Time{}) >= 25*outageSenders })
+	testwait.Until(t, 30*time.Second, "the senders to be answered before the outage", func() bool { return countAcked(time.Time{}) >= 25*outageSenders })
 
 	shell(t, stopCmd)
 	down := time.Now()
-	waitFor(t, "/readyz to answer 503", func() bool { code, _ := get(p.url("/readyz")); return code == 503 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 503", func() bool { code, _ := get(p.url("/readyz")); return code == 503 })
 	notReadyAfter := time.Since(down)
 	// Liveness never depends on the database: an orchestrator must not restart the
 	// process for an outage it cannot fix.
@@ -206,9 +207,9 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 	time.Sleep(outage - min(outage, time.Since(down))) // the outage itself: the database is away this long
 	startAt := time.Now()
 	shell(t, startCmd)
-	waitFor(t, "/readyz to answer 200 again", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200 again", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	readyAgainAfter := time.Since(startAt)
-	waitFor(t, "the senders to be answered 2xx after the outage", func() bool { return countAcked(startAt) >= 25*outageSenders })
+	testwait.Until(t, 30*time.Second, "the senders to be answered 2xx after the outage", func() bool { return countAcked(startAt) >= 25*outageSenders })
 	finish.Store(true)
 	wg.Wait()
 
@@ -250,7 +251,7 @@ func TestOutage_DatabaseStoppedUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer check.Close(ctx)
-	waitFor(t, "the workers to process every accepted receipt", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers to process every accepted receipt", func() bool {
 		var pending int
 		err := check.QueryRow(ctx, `SELECT count(*) FROM hookinbox_inbox WHERE processed_at IS NULL`).Scan(&pending)
 		return err == nil && pending == 0

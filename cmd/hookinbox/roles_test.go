@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // Roles split one configuration across processes: a receivers-only serve accepts an
@@ -33,7 +35,7 @@ shutdown_timeout: 10s
 	receivers := startServe(t, b.env, "--config", b.config, "--role", "receivers")
 	workers := startServe(t, b.env, "--config", b.config, "--role", "workers,dispatcher")
 	for _, p := range []*serveProc{receivers, workers} {
-		waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+		testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	}
 	if _, body := get(receivers.url("/readyz")); !strings.Contains(body, `"roles":["receivers"]`) {
 		t.Errorf("receivers' /readyz: %s", body)
@@ -46,13 +48,13 @@ shutdown_timeout: 10s
 	}
 	// The workers listen once they run; an event sent before would be found by their
 	// first claim anyway, so this test waits for the listener.
-	waitFor(t, "the workers' listener", func() bool {
+	testwait.Until(t, 30*time.Second, "the workers' listener", func() bool {
 		return countIn(t, b, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND query LIKE '%`+db.Schema+`%'`) == 1
 	})
 	if got := b.send(t, receivers, "/webhooks/queue", "--id", "evt_roles_1", "--invoice", "in_roles_1"); !strings.HasSuffix(got[0], `200 {"outcome":"accepted"}`) {
 		t.Fatalf("send: %q", got)
 	}
-	waitFor(t, "the workers' process to process the receipt", func() bool { return b.status(t).Unprocessed == 0 })
+	testwait.Until(t, 30*time.Second, "the workers' process to process the receipt", func() bool { return b.status(t).Unprocessed == 0 })
 	if n := countIn(t, b, `SELECT count(*) FROM ledger_entries WHERE invoice_id = 'in_roles_1'`); n != 1 {
 		t.Fatalf("ledger entries %d, want 1", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // The embedded store: without any database URL the binary keeps everything in a
@@ -116,7 +117,7 @@ func TestServe_WithoutDatabaseURLUsesSQLiteInTheWorkingDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "hookinbox.db")); err != nil {
 		t.Fatalf("no hookinbox.db in the working directory: %v", err)
 	}
-	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 
 	if got := sendTo(t, env, p, "--id", "evt_sqlite_1", "--invoice", "in_sqlite_1"); !strings.HasSuffix(got, `200 {"outcome":"processed"}`) {
 		t.Errorf("first send: %q", got)
@@ -218,7 +219,7 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 	env := sqliteEnv(t)
 	config := writeConfig(t, dir, sqliteConfig+"sqlite_path: burst.db\n")
 	p := startServe(t, env, "--config", config)
-	waitFor(t, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 
 	var once sync.Once
 	acked := burst(t, p.url("/webhooks/stripe"), "kill", total, concurrency, func(n int) {
@@ -236,7 +237,7 @@ func TestServe_SQLiteSigkillDuringBurstLosesAndDoublesNothing(t *testing.T) {
 	if strings.Contains(p.Logs(), "hookinbox: migrated") {
 		t.Errorf("the restart migrated again:\n%s", p.Logs())
 	}
-	waitFor(t, "/readyz to answer 200 after the restart", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz to answer 200 after the restart", func() bool { code, _ := get(p.url("/readyz")); return code == 200 })
 	db := openSQLite(t, filepath.Join(dir, "burst.db"))
 	for id, outcome := range acked {
 		if outcome != "processed" {

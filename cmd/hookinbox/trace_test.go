@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -80,7 +81,7 @@ shutdown_timeout: 10s
 	p := b.serve(t)
 	mustRun(t, b.env, "send", "--url", p.url("/webhooks/github"), "--provider", "github", "--secret-env", "E2E_GITHUB_SECRET",
 		"--file", "testdata/invoice_paid.json", "--id", "gh-trace-1", "--type", "issues")
-	waitFor(t, "the forwarded event", func() bool { return len(rcv.received()) == 1 })
+	testwait.Until(t, 30*time.Second, "the forwarded event", func() bool { return len(rcv.received()) == 1 })
 	tp := rcv.received()[0].header.Get("traceparent")
 	parts := strings.Split(tp, "-")
 	if len(parts) != 4 || len(parts[1]) != 32 {

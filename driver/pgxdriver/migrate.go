@@ -20,7 +20,8 @@ var migrationFS embed.FS
 const MigrationTable = "hookinbox_migration"
 
 // Migrations returns hookinbox's PostgreSQL migrations, oldest first: what Migrate
-// applies, for teams that apply migrations with their own tool (see WriteMigrations).
+// applies, for teams that apply migrations with their own tool (see
+// driver.WriteMigrations with MigrationDialect).
 func Migrations() (driver.MigrationLine, error) {
 	all, err := driver.ReadMigrations(migrationFS, "migrations")
 	if err != nil {
@@ -35,7 +36,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return MigrateLine(ctx, d.pool, line)
+	return d.MigrateLine(ctx, line)
 }
 
 // SchemaVersion returns the newest applied migration of hookinbox (0 when none) and the
@@ -45,83 +46,86 @@ func (d *Driver) SchemaVersion(ctx context.Context) (applied, latest int, err er
 	if err != nil {
 		return 0, 0, err
 	}
-	return LineVersion(ctx, d.pool, line)
+	return d.LineVersion(ctx, line)
 }
 
 // MigrateLine applies the migrations of line not yet applied, all in one transaction
-// under an advisory lock scoped to the line and the current schema: a concurrent
-// MigrateLine waits for it and then finds nothing left to do, and a failed migration
-// leaves the schema as it was. It is safe to run twice.
-func MigrateLine(ctx context.Context, pool *pgxpool.Pool, line driver.MigrationLine) error {
-	table := pgx.Identifier{line.Table}.Sanitize()
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlMigrationLock, lockKey(line.Table)); err != nil {
-			return fmt.Errorf("error taking the migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(sqlMigrationTable, table)); err != nil {
-			return fmt.Errorf("error creating the migration table: %w", err)
-		}
-		var applied int
-		if err := tx.QueryRow(ctx, fmt.Sprintf(sqlMigrationApplied, table)).Scan(&applied); err != nil {
-			return fmt.Errorf("error reading applied migrations: %w", err)
-		}
-		for _, m := range line.Migrations {
-			if m.Version <= applied {
-				continue
-			}
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("error applying %s migration %03d_%s: %w", line.Name, m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf(sqlMigrationRecord, table), m.Version, m.Name); err != nil {
-				return fmt.Errorf("error recording %s migration %03d_%s: %w", line.Name, m.Version, m.Name, err)
-			}
-		}
-		return nil
-	})
-	return translate(err)
+// under a transaction-level advisory lock scoped to the line and the current schema
+// (see driver.MigrateLine). It is safe to run twice and from several processes at once.
+func (d *Driver) MigrateLine(ctx context.Context, line driver.MigrationLine) error {
+	return translate(driver.MigrateLine(ctx, d.migrator(), line))
 }
 
 // LineVersion returns the newest applied migration of line (0 when none) and the newest
 // one it has.
-func LineVersion(ctx context.Context, pool *pgxpool.Pool, line driver.MigrationLine) (applied, latest int, err error) {
-	latest = line.Latest()
-	var exists bool
-	if err := pool.QueryRow(ctx, sqlMigrationTableExists, line.Table).Scan(&exists); err != nil {
-		return 0, latest, translate(fmt.Errorf("error reading schema version: %w", err))
-	}
-	if !exists {
-		return 0, latest, nil
-	}
-	table := pgx.Identifier{line.Table}.Sanitize()
-	if err := pool.QueryRow(ctx, fmt.Sprintf(sqlMigrationApplied, table)).Scan(&applied); err != nil {
-		return 0, latest, translate(fmt.Errorf("error reading schema version: %w", err))
-	}
-	return applied, latest, nil
+func (d *Driver) LineVersion(ctx context.Context, line driver.MigrationLine) (applied, latest int, err error) {
+	applied, latest, err = driver.LineVersion(ctx, d.migrator(), line)
+	return applied, latest, translate(err)
 }
 
-// WriteMigrations writes the migrations of line newer than version from as one plain SQL
-// script, for teams that run migrations with their own tool (goose, golang-migrate,
-// Atlas): each migration under a header naming its version, followed by the statement
-// that records it in the line's version table, so that hookinbox (its readiness check,
-// a later Migrate) sees the schema as current. Apply each migration in one transaction.
-func WriteMigrations(w io.Writer, line driver.MigrationLine, from int) error {
-	table := pgx.Identifier{line.Table}.Sanitize()
-	if _, err := fmt.Fprintf(w, "-- %s migrations for PostgreSQL, after version %d. Version table: %s.\n%s;\n",
-		line.Name, from, line.Table, fmt.Sprintf(sqlMigrationTable, table)); err != nil {
-		return err
+// MigrationDialect returns PostgreSQL's SQL for the migration runner, for
+// driver.WriteMigrations (hookinbox migrate --print).
+func MigrationDialect() driver.MigrationDialect {
+	return driver.MigrationDialect{
+		Database:           "PostgreSQL",
+		CreateVersionTable: sqlMigrationTable,
+		RecordVersion:      sqlMigrationRecord,
+		VersionTableExists: sqlMigrationTableExists,
 	}
-	for _, m := range line.Migrations {
-		if m.Version <= from {
-			continue
-		}
-		_, err := fmt.Fprintf(w, "\n-- %s migration %03d_%s\n%s\nINSERT INTO %s (version, name) VALUES (%d, '%s') ON CONFLICT DO NOTHING;\n",
-			line.Name, m.Version, m.Name, m.SQL, table, m.Version, m.Name)
-		if err != nil {
-			return err
-		}
+}
+
+// migrator is the dialect on the driver's pool.
+type migrator struct {
+	migrationConn
+	pool *pgxpool.Pool
+}
+
+func (d *Driver) migrator() migrator {
+	return migrator{migrationConn: migrationConn{d.pool}, pool: d.pool}
+}
+
+func (migrator) Dialect() driver.MigrationDialect { return MigrationDialect() }
+
+// BeginMigration begins a transaction and takes the line's advisory lock in it,
+// released when it ends.
+func (m migrator) BeginMigration(ctx context.Context, line driver.MigrationLine) (driver.MigrationTx, error) {
+	tx, err := m.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
 	}
+	if _, err := tx.Exec(ctx, sqlMigrationLock, lockKey(line.Table)); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("error taking the migration lock: %w", err)
+	}
+	return migrationTx{migrationConn{tx}, tx}, nil
+}
+
+// BeforeMigration does nothing: PostgreSQL's migrations need no step of the driver's.
+func (migrator) BeforeMigration(context.Context, driver.MigrationConn, driver.MigrationLine, driver.Migration) error {
 	return nil
 }
+
+// migrationConn runs the runner's statements on a pool or a transaction.
+type migrationConn struct{ db dbtx }
+
+func (c migrationConn) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := c.db.Exec(ctx, sql, args...)
+	return err
+}
+
+func (c migrationConn) QueryInt(ctx context.Context, sql string, args ...any) (int, error) {
+	var n int
+	err := c.db.QueryRow(ctx, sql, args...).Scan(&n)
+	return n, err
+}
+
+type migrationTx struct {
+	migrationConn
+	tx pgx.Tx
+}
+
+func (t migrationTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
+func (t migrationTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // lockKey is the first key of the migration lock: hookinbox's own constant for its
 // line (the key every version of hookinbox has taken), a hash of the table for others.

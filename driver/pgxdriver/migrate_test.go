@@ -2,10 +2,7 @@ package pgxdriver_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
@@ -31,42 +28,6 @@ func TestMigrate_TwiceIsANoOp(t *testing.T) {
 	var n int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_migration`).Scan(&n); err != nil || n != migrationCount(t) {
 		t.Fatalf("migration rows %d (%v), want %d", n, err, migrationCount(t))
-	}
-}
-
-// Four processes migrating one fresh schema at once, each on its own connection: the
-// advisory lock lets one apply and the others find nothing to do.
-func TestMigrate_ConcurrentlyFromFourConnections(t *testing.T) {
-	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
-	var start, wg sync.WaitGroup
-	start.Add(1)
-	errs := make(chan error, 4)
-	for range 4 {
-		cfg := db.Config(t)
-		cfg.MaxConns = 1
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		wg.Go(func() {
-			start.Wait()
-			errs <- pgxdriver.New(pool).Migrate(ctx)
-		})
-	}
-	start.Done()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	applied, latest, err := pgxdriver.New(db.Pool).SchemaVersion(ctx)
-	if err != nil || applied != latest {
-		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
 }
 

@@ -16,9 +16,7 @@ CREATE TABLE IF NOT EXISTS %s (
     applied_at timestamptz NOT NULL DEFAULT now()
 )`
 
-	sqlMigrationTableExists = `SELECT to_regclass($1) IS NOT NULL`
-
-	sqlMigrationApplied = `SELECT coalesce(max(version), 0) FROM %s`
+	sqlMigrationTableExists = `SELECT (to_regclass($1) IS NOT NULL)::int`
 
 	sqlMigrationRecord = `INSERT INTO %s (version, name) VALUES ($1, $2)`
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
@@ -169,23 +168,4 @@ func TestTx_NothingSentAndFirstStatementFailed(t *testing.T) {
 		t.Fatalf("no row: %v", err)
 	}
 	_ = tx.Rollback(ctx)
-}
-
-// A server that cannot be reached fails the first statement as unavailable.
-func TestTx_UnreachableServerIsUnavailable(t *testing.T) {
-	t.Parallel()
-	cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:1/none?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	tx, _ := New(pool).Begin(context.Background())
-	defer tx.Rollback(context.Background()) //nolint:errcheck
-	if _, err := tx.InboxInsert(context.Background(), receipt("evt_1")); !errors.Is(err, driver.ErrUnavailable) {
-		t.Fatalf("insert on an unreachable server: %v, want ErrUnavailable", err)
-	}
 }

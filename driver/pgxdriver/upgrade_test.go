@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
@@ -122,7 +122,7 @@ VALUES ('Invoice', 'in_1', 'InvoicePaymentBooked', '{}', 'stripe', 'billing', 'e
 	}
 
 	// The billing tables are billing's now: its first migration adopts them as they are.
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, db, `SELECT count(*) FROM invoices`); n != 1 {
@@ -181,7 +181,7 @@ func TestWriteMigrations_ScriptMatchesMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var script strings.Builder
-	if err := pgxdriver.WriteMigrations(&script, line, 0); err != nil {
+	if err := driver.WriteMigrations(&script, pgxdriver.MigrationDialect(), line, 0); err != nil {
 		t.Fatal(err)
 	}
 	byScript, byMigrate := testdb.New(t), testdb.New(t)

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/effect"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"

@@ -102,13 +102,3 @@ func TestTranslateError_OtherErrorsPassThrough(t *testing.T) {
 		t.Fatalf("unique violation: %v", err)
 	}
 }
-
-func TestTranslateError_ClosedDatabaseIsUnavailable(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	db := b.process(t)
-	_ = db.Close()
-	if _, err := sqlitedriver.New(db).Executor().InboxGet(b.ctx, key("evt_1")); !errors.Is(err, driver.ErrUnavailable) {
-		t.Fatalf("closed database: %v, want ErrUnavailable", err)
-	}
-}

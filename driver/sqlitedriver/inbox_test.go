@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -63,7 +63,7 @@ func newInbox(t testing.TB, db *sql.DB, o inboxOpts) *hookinbox.Inbox[*sql.Tx] {
 	}
 	if !o.noBilling {
 		for _, ep := range []string{epBilling, epAsync, epHybrid} {
-			billing.RegisterSQL(inbox, ep)
+			billing.Register(inbox, ep)
 		}
 	}
 	return inbox
@@ -79,7 +79,7 @@ func setupInbox(t testing.TB, o inboxOpts) (*bundle, *hookinbox.Inbox[*sql.Tx]) 
 		t.Fatal(err)
 	}
 	if !o.noBilling {
-		if err := billing.MigrateSQLite(b.ctx, b.db); err != nil {
+		if err := billing.Migrate(b.ctx, sqlitedriver.New(b.db)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -422,27 +422,27 @@ func TestMigrateLine_AnotherLineHasItsOwnVersionTable(t *testing.T) {
 			second.SQL = "ALTER TABLE app_u ADD COLUMN note TEXT;"
 		}
 		line := driver.MigrationLine{Name: "billing", Table: table, Migrations: []driver.Migration{first}}
-		if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, line); err != nil || applied != 0 || latest != 1 {
+		if applied, latest, err := b.d.LineVersion(b.ctx, line); err != nil || applied != 0 || latest != 1 {
 			t.Fatalf("%s before: applied=%d latest=%d err=%v", table, applied, latest, err)
 		}
 		for range 2 {
-			if err := sqlitedriver.MigrateLine(b.ctx, b.db, line); err != nil {
+			if err := b.d.MigrateLine(b.ctx, line); err != nil {
 				t.Fatalf("%s: %v", table, err)
 			}
 		}
 		broken := line
 		broken.Migrations = []driver.Migration{first, second, {Version: 3, Name: "broken", SQL: "CREATE TABLE app_t (id INTEGER);"}}
-		if err := sqlitedriver.MigrateLine(b.ctx, b.db, broken); err == nil || !strings.Contains(err.Error(), "billing migration 003_broken") {
+		if err := b.d.MigrateLine(b.ctx, broken); err == nil || !strings.Contains(err.Error(), "billing migration 003_broken") {
 			t.Fatalf("%s: broken migration: %v", table, err)
 		}
-		if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, broken); err != nil || applied != 1 || latest != 3 {
+		if applied, latest, err := b.d.LineVersion(b.ctx, broken); err != nil || applied != 1 || latest != 3 {
 			t.Fatalf("%s after a failed migration: applied=%d latest=%d err=%v, want 1 of 3", table, applied, latest, err)
 		}
 		line.Migrations = []driver.Migration{first, second}
-		if err := sqlitedriver.MigrateLine(b.ctx, b.db, line); err != nil {
+		if err := b.d.MigrateLine(b.ctx, line); err != nil {
 			t.Fatalf("%s: %v", table, err)
 		}
-		if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, line); err != nil || applied != 2 || latest != 2 {
+		if applied, latest, err := b.d.LineVersion(b.ctx, line); err != nil || applied != 2 || latest != 2 {
 			t.Fatalf("%s: applied=%d latest=%d err=%v", table, applied, latest, err)
 		}
 	}
@@ -456,7 +456,7 @@ func TestMigrateLine_AnotherLineHasItsOwnVersionTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied, latest, err := sqlitedriver.LineVersion(b.ctx, b.db, core); err != nil || applied != latest || core.Table != sqlitedriver.MigrationTable {
+	if applied, latest, err := b.d.LineVersion(b.ctx, core); err != nil || applied != latest || core.Table != sqlitedriver.MigrationTable {
 		t.Fatalf("hookinbox's line: applied=%d latest=%d err=%v", applied, latest, err)
 	}
 	if n := b.count(t, `SELECT count(*) FROM hookinbox_migration`); n != len(core.Migrations) {
@@ -475,7 +475,7 @@ func TestWriteMigrations_ScriptMakesWhatMigrateMakes(t *testing.T) {
 	}
 	script := func(from int) string {
 		var b strings.Builder
-		if err := sqlitedriver.WriteMigrations(&b, line, from); err != nil {
+		if err := driver.WriteMigrations(&b, sqlitedriver.MigrationDialect(), line, from); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()

@@ -24,8 +24,6 @@ CREATE TABLE IF NOT EXISTS %s (
     applied_at INTEGER NOT NULL DEFAULT ` + now + `
 ) STRICT`
 
-	sqlMigrationApplied = `SELECT coalesce(max(version), 0) FROM %s`
-
 	sqlMigrationRecord = `INSERT INTO %s (version, name) VALUES (?1, ?2)`
 
 	sqlTableExists = `

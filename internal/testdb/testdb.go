@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -220,8 +221,7 @@ func (db *DB) connect(cfg *pgx.ConnConfig) {
 func (db *DB) WaitForLockWaiters(t testing.TB, n int) {
 	t.Helper()
 	a, _ := adminPool()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, fmt.Sprintf("%d sessions waiting on a lock", n), func() (bool, error) {
 		var waiting int
 		err := a.QueryRow(context.Background(), `
 SELECT count(*) FROM pg_stat_activity
@@ -229,14 +229,8 @@ SELECT count(*) FROM pg_stat_activity
 		if err != nil {
 			t.Fatalf("error reading pg_stat_activity: %v", err)
 		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions waiting on a lock after 30 s, want %d", waiting, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return waiting >= n, fmt.Errorf("%d waiting", waiting)
+	})
 }
 
 func randomHex(n int) string {
@@ -311,8 +305,7 @@ func EndSessions(t testing.TB, pool *pgxpool.Pool, pids []uint32) {
 		t.Skip("testdb.EndSessions: a pooled connection's PID names no server session")
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "the sessions of a closed pool to leave the server", func() (bool, error) {
 		if _, err := pool.Exec(ctx, `
 SELECT pg_cancel_backend(pid) FROM pg_stat_activity
  WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, pids); err != nil {
@@ -322,12 +315,6 @@ SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions of a closed pool still on the server after 30 s", left)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return left == 0, fmt.Errorf("%d still on the server", left)
+	})
 }

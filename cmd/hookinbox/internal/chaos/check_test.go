@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 	"github.com/hookinbox/hookinbox/provider"
@@ -79,7 +79,7 @@ func TestCheck_CountsEachPlantedFault(t *testing.T) {
 			}
 			defer tx.Rollback(ctx) //nolint:errcheck
 			hev := hookinbox.Event{Provider: "stripe", Endpoint: paid.Endpoint.Name, ID: ev.ID, Type: ev.Type, Payload: ev.Body}
-			if err := billing.Handlers()[ev.Type](ctx, tx, hev); err != nil {
+			if err := billing.Handlers[pgx.Tx]()[ev.Type](ctx, tx, hev); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {
@@ -151,7 +151,7 @@ func setupWorld(t *testing.T) *world {
 	if err := drv.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, b.db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(b.db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.db.Pool.Exec(ctx, faultsSQL); err != nil {

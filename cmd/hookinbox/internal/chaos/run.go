@@ -16,7 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookinbox/hookinbox/billing"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 //go:embed faults.sql
@@ -243,7 +244,7 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 // install brings billing's tables (a forward-only configuration does not migrate
 // them) and the harness's triggers, and sets the fault rates.
 func install(ctx context.Context, pool *pgxpool.Pool, o *Options) error {
-	if err := billing.Migrate(ctx, pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(pool)); err != nil {
 		return fmt.Errorf("error migrating billing: %w", err)
 	}
 	if _, err := pool.Exec(ctx, faultsSQL); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -187,17 +188,14 @@ func runWorkers[TTx any](t *testing.T, b *bundle, d driver.Driver[TTx], cfg *hoo
 		defer close(done)
 		_ = inbox.Run(ctx)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state = 'pending'`) > 0 {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("workers did not finish within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling the asserted state, not waiting for time
-	}
-	cancel()
-	<-done
+	defer func() {
+		cancel()
+		<-done
+	}()
+	testwait.For(t, 30*time.Second, "the workers to finish", func() (bool, error) {
+		n := b.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state = 'pending'`)
+		return n == 0, fmt.Errorf("%d receipts still pending", n)
+	})
 }
 
 // receive stores a pending receipt of endpoint billing with payload.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/backfill"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/provider"
@@ -45,12 +45,12 @@ func setup(t *testing.T) *bundle {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Migrate(ctx, db.Pool); err != nil {
+	if err := billing.Migrate(ctx, pgxdriver.New(db.Pool)); err != nil {
 		t.Fatal(err)
 	}
 	billing.Register(inbox, "billing")
 	return &bundle{ctx: ctx, db: db, inbox: inbox,
-		local: Local{Billing: billing.NewStore(db.Pool), Inbox: inbox, Executor: inbox.Driver().Executor()}}
+		local: Local{Billing: billing.NewStore(inbox.Driver()), Inbox: inbox, Executor: inbox.Driver().Executor()}}
 }
 
 func (b *bundle) exec(t *testing.T, sql string, args ...any) {

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/internal/fakestripe"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
-// The same repair on SQLite (billing.NewStoreSQL): the planted drift, then a second
+// The same repair on SQLite (billing.NewStore on a SQLite driver): the planted drift, then a second
 // run of duplicates that records no anomaly twice.
 func TestReconcile_OnSQLite(t *testing.T) {
 	t.Parallel()
@@ -39,17 +39,17 @@ func TestReconcile_OnSQLite(t *testing.T) {
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.MigrateSQLite(ctx, db); err != nil {
+	if err := billing.Migrate(ctx, sqlitedriver.New(db)); err != nil {
 		t.Fatal(err)
 	}
-	billing.RegisterSQL(inbox, "billing")
+	billing.Register(inbox, "billing")
 	fake := fakestripe.New(t)
 	fake.SetInvoice(fakestripe.Invoice{ID: "in_missing", Customer: "cus_1", Status: "open", Currency: "eur", Created: since + 1})
 	fake.SetInvoice(fakestripe.Invoice{ID: "in_amount", Customer: "cus_1", Status: "paid", AmountPaid: 550, Currency: "eur", Created: since + 2})
 	if _, err := db.ExecContext(ctx, `INSERT INTO invoices (id, customer_id, status, amount_paid, currency) VALUES ('in_amount', 'cus_1', 'paid', 500, 'eur')`); err != nil {
 		t.Fatal(err)
 	}
-	local := Local{Billing: billing.NewStoreSQL(db), Inbox: inbox, Executor: inbox.Driver().Executor()}
+	local := Local{Billing: billing.NewStore(inbox.Driver()), Inbox: inbox, Executor: inbox.Driver().Executor()}
 	cfg := &Config{Endpoint: "billing", Since: time.Unix(since, 0), Repair: true}
 	res, err := Run(ctx, client(fake.URL), local, cfg)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestReconcile_OnSQLite(t *testing.T) {
 	if want := "2 compared; in_amount amount_differs duplicate resolved=false anomaly=reconcile_amount_differs;"; summary(again) != want {
 		t.Fatalf("second run\n got %s\nwant %s", summary(again), want)
 	}
-	anomalies, err := billing.AnomaliesSQL(ctx, db)
+	anomalies, err := local.Billing.Anomalies(ctx)
 	if err != nil || len(anomalies) != 1 {
 		t.Fatalf("anomalies %v (%v), want one", anomalies, err)
 	}

@@ -19,11 +19,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/outbox"
 )
 
@@ -132,18 +132,9 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, fmt.Errorf("error opening database pool: %w", err)
 		}
-		drv := pgxdriver.NewWithConfig(pool, &dcfg)
-		b, err := newBackend(db, drv, pool.Close, billing.Register, cfg, opts)
+		b, err := newBackend(db, pgxdriver.NewWithConfig(pool, &dcfg), pool.Close, cfg, opts)
 		if err == nil {
 			b.PoolMaxConns = pcfg.MaxConns
-		}
-		if err == nil && usesBilling(cfg) {
-			b.Billing = billing.NewStore(pool)
-			b.lines = append(b.lines, migrationLine{
-				name:    "billing",
-				migrate: func(ctx context.Context) error { return billing.Migrate(ctx, pool) },
-				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, pool) },
-			})
 		}
 		return b, err
 	case config.DriverSQLite:
@@ -158,16 +149,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 		if err != nil {
 			return nil, err
 		}
-		b, err := newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, billing.RegisterSQL, cfg, opts)
-		if err == nil && usesBilling(cfg) {
-			b.Billing = billing.NewStoreSQL(sdb)
-			b.lines = append(b.lines, migrationLine{
-				name:    "billing",
-				migrate: func(ctx context.Context) error { return billing.MigrateSQLite(ctx, sdb) },
-				version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersionSQLite(ctx, sdb) },
-			})
-		}
-		return b, err
+		return newBackend(db, sqlitedriver.New(sdb), func() { _ = sdb.Close() }, cfg, opts)
 	default:
 		return nil, fmt.Errorf("%w: driver %q", ErrUnsupportedDatabase, db.Driver)
 	}
@@ -203,12 +185,18 @@ func isDir(path string) bool {
 }
 
 // newBackend builds the inbox and the dispatcher on drv, whatever its transaction
-// type. closeDB releases the database; registerBilling is the billing package's
-// registration for drv's transaction type.
-func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(),
-	registerBilling func(*hookinbox.Inbox[TTx], string), cfg *config.Config, opts OpenOptions,
-) (*Backend, error) {
+// type, with billing's store and migration line when an endpoint uses its handlers.
+// closeDB releases the database.
+func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB func(), cfg *config.Config, opts OpenOptions) (*Backend, error) {
 	b := &Backend{Database: db, Executor: drv.Executor(), lines: []migrationLine{{name: "hookinbox", migrate: drv.Migrate, version: drv.SchemaVersion}}}
+	if usesBilling(cfg) {
+		b.Billing = billing.NewStore(drv)
+		b.lines = append(b.lines, migrationLine{
+			name:    "billing",
+			migrate: func(ctx context.Context) error { return billing.Migrate(ctx, drv) },
+			version: func(ctx context.Context) (int, int, error) { return billing.SchemaVersion(ctx, drv) },
+		})
+	}
 	var err error
 	if opts.Dispatch {
 		if b.sinks, err = openSinks(cfg, opts.OutboxObserver, opts.Logger); err != nil {
@@ -238,7 +226,7 @@ func newBackend[TTx any](db config.Database, drv driver.Driver[TTx], closeDB fun
 	for _, ep := range cfg.Endpoints {
 		switch ep.Handler {
 		case config.HandlerBilling:
-			registerBilling(inbox, ep.Name)
+			billing.Register(inbox, ep.Name)
 		case config.HandlerForward:
 			inbox.HandleBatch(ep.Name, "*", inbox.ForwardTo(ForwardDestination(ep.Name)))
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
 // Hostile clients against the real server (Server.Run on a real listener, its
@@ -139,8 +140,7 @@ func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hosti
 	})
 
 	h := &hostileServer{db: db, logs: logs, guard: hostileGuard}
-	deadline := time.Now().Add(hostileGuard)
-	for h.addr == "" {
+	testwait.Until(t, hostileGuard, "the server to listen", func() bool {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			var rec struct{ Msg, Addr string }
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "hookinbox: listening" {
@@ -152,11 +152,8 @@ func startHostileServer(t *testing.T, maxConns int, mutate func(*Server)) *hosti
 			t.Fatalf("Run = %v before listening", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not listen")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return h.addr != ""
+	})
 	return h
 }
 
@@ -760,13 +757,8 @@ func TestHostile_ConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 		_ = c.Close()
 	}
 	// The slots are given back as the server sees the closes: poll.
-	deadline := time.Now().Add(hostileGuard)
-	for h.exchange(t, raw) != "200" {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not serve again after the held connections closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, hostileGuard, "the server to serve again after the held connections closed",
+		func() bool { return h.exchange(t, raw) == "200" })
 }
 
 // holdConnections opens n keep-alive connections, each answered once, so that the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,7 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
 	"github.com/hookinbox/hookinbox/internal/testdb"
+	"github.com/hookinbox/hookinbox/internal/testwait"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -230,14 +232,9 @@ endpoints:
 			if rec.Code != http.StatusOK {
 				t.Fatalf("answer %d %s", rec.Code, rec.Body)
 			}
-			deadline := time.Now().Add(10 * time.Second)
 			var handle sdktrace.ReadOnlySpan
 			var dbSpans []sdktrace.ReadOnlySpan
-			for handle == nil || (on && len(dbSpans) == 0) {
-				if time.Now().After(deadline) {
-					t.Fatalf("handler span %v, %d database spans", handle != nil, len(dbSpans))
-				}
-				time.Sleep(5 * time.Millisecond)
+			testwait.For(t, 10*time.Second, "the handler's span and, with TraceDB, its database spans", func() (bool, error) {
 				handle, dbSpans = nil, nil
 				for _, s := range recorder.Ended() {
 					if s.Name() == "hookinbox.handle invoice.paid" {
@@ -249,7 +246,8 @@ endpoints:
 						}
 					}
 				}
-			}
+				return handle != nil && (!on || len(dbSpans) > 0), fmt.Errorf("handler span %v, %d database spans", handle != nil, len(dbSpans))
+			})
 			if !on {
 				if len(dbSpans) > 0 {
 					t.Fatalf("database spans with TraceDB off: %d", len(dbSpans))

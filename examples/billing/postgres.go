@@ -1,8 +1,67 @@
 package billing
 
-// The billing handlers' SQL (PostgreSQL). Each statement is a guarded state
-// transition: creation inserts only if absent, and an update names the states it may
-// leave, so late or repeated events cannot roll an invoice back.
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+)
+
+// postgres is billing on PostgreSQL (pgxdriver), whose handlers receive a pgx.Tx.
+type postgres struct{}
+
+var _ dialect[pgx.Tx] = postgres{}
+
+func (postgres) statements() *statements { return &postgresStatements }
+
+func (postgres) exec(ctx context.Context, tx pgx.Tx, query string, args ...any) (int64, error) {
+	tag, err := tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (postgres) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any, dest ...any) (bool, error) {
+	err := tx.QueryRow(ctx, query, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (postgres) query(ctx context.Context, tx pgx.Tx, query string, args []any, dest []any, each func()) error {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, dest, func() error { each(); return nil })
+	return err
+}
+
+// list binds the ids as a text[], which the statements read with ANY and unnest.
+func (postgres) list(values []string) any { return values }
+
+func (postgres) insertOutbox(ctx context.Context, tx pgx.Tx, sources []hookinbox.Event, messages []hookinbox.OutboxMessage) error {
+	return insertOutbox[*pgxdriver.Driver](ctx, tx, sources, messages)
+}
+
+// postgresStatements are billing's statements on PostgreSQL: data-modifying CTEs let a
+// transition report the invoice's status, and a batch of payments be booked, in one
+// statement.
+var postgresStatements = statements{
+	invoiceCreate:            sqlInvoiceCreate,
+	invoiceFinalize:          sqlInvoiceFinalize,
+	invoicePay:               sqlInvoicePay,
+	invoiceVoid:              sqlInvoiceVoid,
+	invoiceMarkUncollectible: sqlInvoiceMarkUncollectible,
+	invoiceStatus:            sqlInvoiceStatus,
+	invoicePayMany:           sqlInvoicePayMany,
+	ledgerBookPayment:        sqlLedgerBookPayment,
+	anomalyRecord:            sqlAnomalyRecord,
+	anomalyList:              sqlAnomalyList,
+	invoicesByID:             sqlInvoicesByID,
+}
 
 const (
 	sqlInvoiceCreate = `
@@ -94,7 +153,7 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (invoice_id, kind) DO NOTHING`
 
 	sqlAnomalyList = `
-SELECT id, invoice_id, kind, event_id, event_type, detail, created_at
+SELECT id, invoice_id, kind, event_id, event_type, detail, (extract(epoch FROM created_at) * 1000000)::bigint
   FROM billing_anomalies
  ORDER BY id`
 

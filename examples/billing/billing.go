@@ -1,12 +1,15 @@
-// Package billing is hookinbox's built-in example domain, the seed article's: Stripe
-// invoice events applied as state transitions over invoices, a payment booked once in
+// Package billing is hookinbox's example domain, the seed article's: Stripe invoice
+// events applied as state transitions over invoices, a payment booked once in
 // ledger_entries, and a downstream notification written to the outbox in the same
-// transaction.
+// transaction. It is what `handler: billing` of the hookinbox binary runs, and a model
+// for a domain of one's own: handlers written once over the driver's transaction type
+// TTx, with the SQL of each database in one file (postgres.go, sqlite.go).
 //
 // Every handler converges: the same fact delivered twice, under a second event id
 // (invoice.paid and invoice.payment_succeeded for one payment), or in any order, ends
 // in the same state. Nothing orders events by their created timestamp.
 //
+//	if err := billing.Migrate(ctx, inbox.Driver()); err != nil { ... }
 //	billing.Register(inbox, "billing")
 package billing
 
@@ -16,10 +19,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 )
 
 // Event types the billing handlers apply.
@@ -49,17 +49,19 @@ const (
 )
 
 // Register registers the billing handlers for every type in Types on the named
-// endpoint of an inbox on PostgreSQL. Their tables are billing's own: create them with
-// Migrate.
+// endpoint of inbox, whose driver is PostgreSQL's (pgx.Tx) or SQLite's (*sql.Tx); it
+// panics on another transaction type, as Handle panics on a registration it cannot
+// serve. Their tables are billing's own: create them with Migrate.
 //
-// Payments (invoice.paid, invoice.payment_succeeded) are registered in their
-// set-based form (PaymentsBatch): sync deliveries that share a transaction are booked
-// by a few statements for the whole batch.
-func Register(inbox *hookinbox.Inbox[pgx.Tx], endpoint string) {
-	batch := PaymentsBatch()
-	for typ, fn := range Handlers() {
-		if typ == TypeInvoicePaid || typ == TypeInvoicePaymentSucceeded {
-			inbox.HandleBatch(endpoint, typ, batch)
+// Where the database allows it (PostgreSQL), payments (invoice.paid,
+// invoice.payment_succeeded) are registered in their set-based form (PaymentsBatch):
+// sync deliveries that share a transaction are booked by a few statements for the
+// whole batch.
+func Register[TTx any](inbox *hookinbox.Inbox[TTx], endpoint string) {
+	h := newHandlers[TTx]()
+	for typ, fn := range h.all() {
+		if h.d.statements().invoicePayMany != "" && (typ == TypeInvoicePaid || typ == TypeInvoicePaymentSucceeded) {
+			inbox.HandleBatch(endpoint, typ, h.paidMany)
 			continue
 		}
 		inbox.Handle(endpoint, typ, fn)
@@ -67,10 +69,32 @@ func Register(inbox *hookinbox.Inbox[pgx.Tx], endpoint string) {
 }
 
 // Handlers returns the billing handler of every type in Types, for callers that wrap
-// them (with metrics, or a fault in a test) before registering.
-func Handlers() map[string]hookinbox.HandlerFunc[pgx.Tx] {
-	h := &handlers{}
-	return map[string]hookinbox.HandlerFunc[pgx.Tx]{
+// them (with metrics, or a fault in a test) before registering. TTx is as Register's.
+func Handlers[TTx any]() map[string]hookinbox.HandlerFunc[TTx] {
+	return newHandlers[TTx]().all()
+}
+
+// PaymentsBatch returns the set-based form of the payment handler (invoice.paid and
+// invoice.payment_succeeded), for HandleBatch. On PostgreSQL one statement upserts
+// every invoice of the batch and books the payments it turned paid, one more writes
+// their outbox messages; a batch of one, as a worker or a lone delivery passes it,
+// takes the same two statements where the one-event handler of Handlers takes three.
+// An event whose invoice the upsert's guard refused (paid already, or void) is then
+// booked as the one-event handler books it, after reading the invoice's status, in the
+// same transaction. Two payments of one invoice in a batch refuse the batch, which is
+// then applied one event at a time. On SQLite, which has no statement for it, the
+// batch is applied one event at a time.
+func PaymentsBatch[TTx any]() hookinbox.BatchHandlerFunc[TTx] {
+	return newHandlers[TTx]().paidMany
+}
+
+// handlers are the billing handlers on the dialect of TTx; they keep no other state.
+type handlers[TTx any] struct{ d dialect[TTx] }
+
+func newHandlers[TTx any]() handlers[TTx] { return handlers[TTx]{d: dialectFor[TTx]()} }
+
+func (h handlers[TTx]) all() map[string]hookinbox.HandlerFunc[TTx] {
+	return map[string]hookinbox.HandlerFunc[TTx]{
 		TypeInvoiceCreated:             h.created,
 		TypeInvoiceFinalized:           h.finalized,
 		TypeInvoicePaid:                h.paid,
@@ -119,10 +143,7 @@ func parseInvoice(ev hookinbox.Event) (*invoice, error) {
 	return &env.Data.Object, nil
 }
 
-// handlers holds the PostgreSQL handlers; they need no state.
-type handlers struct{}
-
-func (h *handlers) created(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+func (h handlers[TTx]) created(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
 	if err != nil {
 		return err
@@ -131,18 +152,18 @@ func (h *handlers) created(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) e
 	if inv.Status == "open" {
 		status = "open"
 	}
-	if _, err := tx.Exec(ctx, sqlInvoiceCreate, inv.ID, inv.customerID(), status, nullIfEmpty(inv.Currency)); err != nil {
+	if _, err := h.d.exec(ctx, tx, h.d.statements().invoiceCreate, inv.ID, inv.customerID(), status, nullIfEmpty(inv.Currency)); err != nil {
 		return fmt.Errorf("error creating invoice: %w", err)
 	}
 	return nil
 }
 
-func (h *handlers) finalized(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+func (h handlers[TTx]) finalized(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlInvoiceFinalize, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
+	if _, err := h.d.exec(ctx, tx, h.d.statements().invoiceFinalize, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
 		return fmt.Errorf("error finalizing invoice: %w", err)
 	}
 	return nil
@@ -150,12 +171,12 @@ func (h *handlers) finalized(ctx context.Context, tx pgx.Tx, ev hookinbox.Event)
 
 // paid handles invoice.paid and invoice.payment_succeeded: two Event objects for one
 // payment. The ledger's UNIQUE (invoice_id, kind) books it once whichever comes first.
-func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+func (h handlers[TTx]) paid(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
 	if err != nil {
 		return err
 	}
-	status, err := upsertStatus(ctx, tx, sqlInvoicePay, inv.ID, inv.customerID(), inv.AmountPaid, nullIfEmpty(inv.Currency))
+	status, err := h.upsertStatus(ctx, tx, h.d.statements().invoicePay, inv.ID, inv.customerID(), inv.AmountPaid, nullIfEmpty(inv.Currency))
 	if err != nil {
 		return fmt.Errorf("error marking invoice paid: %w", err)
 	}
@@ -165,7 +186,7 @@ func (h *handlers) paid(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) erro
 // book books the payment ev of inv, whose status the payment's upsert left: an
 // anomaly for a void invoice, the ledger entry and its outbox message once for a paid
 // one.
-func (h *handlers) book(ctx context.Context, tx pgx.Tx, ev hookinbox.Event, inv *invoice, status string) error {
+func (h handlers[TTx]) book(ctx context.Context, tx TTx, ev hookinbox.Event, inv *invoice, status string) error {
 	if status == "void" {
 		// Booking it would record a payment on an invalid invoice.
 		return h.anomaly(ctx, tx, ev, inv.ID, AnomalyPaymentForVoidInvoice,
@@ -175,32 +196,28 @@ func (h *handlers) book(ctx context.Context, tx pgx.Tx, ev hookinbox.Event, inv 
 		return fmt.Errorf("invoice %s is %s after a payment", inv.ID, status)
 	}
 	var entryID int64
-	err := tx.QueryRow(ctx, sqlLedgerBookPayment, inv.ID, inv.AmountPaid, nullIfEmpty(inv.Currency), ev.ID).Scan(&entryID)
-	if err == pgx.ErrNoRows {
-		return nil // booked already, by this fact under another event id
-	}
+	found, err := h.d.queryRow(ctx, tx, h.d.statements().ledgerBookPayment,
+		[]any{inv.ID, inv.AmountPaid, nullIfEmpty(inv.Currency), ev.ID}, &entryID)
 	if err != nil {
 		return fmt.Errorf("error booking payment: %w", err)
 	}
-	_, err = hookinbox.InsertOutboxTx[*pgxdriver.Driver](ctx, tx, ev, paymentBooked(inv, entryID))
-	return err
+	if !found {
+		return nil // booked already, by this fact under another event id
+	}
+	return h.d.insertOutbox(ctx, tx, []hookinbox.Event{ev}, []hookinbox.OutboxMessage{paymentBooked(inv, entryID)})
 }
 
-// PaymentsBatch returns the set-based form of the payment handler (invoice.paid and
-// invoice.payment_succeeded), for HandleBatch: one statement upserts every invoice of
-// the batch and books the payments it turned paid, one more writes their outbox
-// messages; a batch of one, as a worker or a lone delivery passes it, takes the same
-// two statements where the one-event handler of Handlers takes three. An event whose
-// invoice the upsert's guard refused (paid already, or void) is then booked as the
-// one-event handler books it, after reading the invoice's status, in the same
-// transaction. Two payments of one invoice in a batch refuse the batch, which is then
-// applied one event at a time.
-func PaymentsBatch() hookinbox.BatchHandlerFunc[pgx.Tx] {
-	h := &handlers{}
-	return h.paidMany
-}
-
-func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+func (h handlers[TTx]) paidMany(ctx context.Context, tx TTx, evs []hookinbox.Event) error {
+	q := h.d.statements()
+	if q.invoicePayMany == "" {
+		// No set-based statement in this database: one event at a time.
+		for _, ev := range evs {
+			if err := h.paid(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	type payment struct {
 		ev  hookinbox.Event
 		inv *invoice
@@ -229,10 +246,6 @@ func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Even
 		p := byInvoice[id]
 		customers[k], amounts[k], currencies[k], eventIDs[k] = p.inv.customerID(), p.inv.AmountPaid, nullIfEmpty(p.inv.Currency), p.ev.ID
 	}
-	rows, err := tx.Query(ctx, sqlInvoicePayMany, ids, customers, amounts, currencies, eventIDs)
-	if err != nil {
-		return fmt.Errorf("error marking invoices paid: %w", err)
-	}
 	var (
 		id      string
 		entryID *int64
@@ -240,20 +253,19 @@ func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Even
 		sources []hookinbox.Event
 		msgs    []hookinbox.OutboxMessage
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &entryID}, func() error {
+	err := h.d.query(ctx, tx, q.invoicePayMany, []any{ids, customers, amounts, currencies, eventIDs}, []any{&id, &entryID}, func() {
 		paid[id] = true
 		if entryID == nil {
-			return nil // booked already, by this fact under another event id
+			return // booked already, by this fact under another event id
 		}
 		p := byInvoice[id]
 		sources = append(sources, p.ev)
 		msgs = append(msgs, paymentBooked(p.inv, *entryID))
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("error marking invoices paid: %w", err)
 	}
-	if err := hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, sources, msgs); err != nil {
+	if err := h.d.insertOutbox(ctx, tx, sources, msgs); err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -263,9 +275,9 @@ func (h *handlers) paidMany(ctx context.Context, tx pgx.Tx, evs []hookinbox.Even
 		// Refused by the guard: paid already, void, or created meanwhile by a
 		// transaction this statement's snapshot does not see; a statement of its own
 		// reads the status, as the one-event handler does.
-		var status string
-		if err := tx.QueryRow(ctx, sqlInvoiceStatus, id).Scan(&status); err != nil {
-			return fmt.Errorf("error reading invoice status: %w", err)
+		status, err := h.status(ctx, tx, id)
+		if err != nil {
+			return err
 		}
 		p := byInvoice[id]
 		if err := h.book(ctx, tx, p.ev, p.inv, status); err != nil {
@@ -288,12 +300,12 @@ func paymentBooked(inv *invoice, entryID int64) hookinbox.OutboxMessage {
 	}
 }
 
-func (h *handlers) voided(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+func (h handlers[TTx]) voided(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
 	if err != nil {
 		return err
 	}
-	status, err := upsertStatus(ctx, tx, sqlInvoiceVoid, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency))
+	status, err := h.upsertStatus(ctx, tx, h.d.statements().invoiceVoid, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency))
 	if err != nil {
 		return fmt.Errorf("error voiding invoice: %w", err)
 	}
@@ -303,35 +315,49 @@ func (h *handlers) voided(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) er
 	return nil
 }
 
-func (h *handlers) markedUncollectible(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+func (h handlers[TTx]) markedUncollectible(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 	inv, err := parseInvoice(ev)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlInvoiceMarkUncollectible, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
+	if _, err := h.d.exec(ctx, tx, h.d.statements().invoiceMarkUncollectible, inv.ID, inv.customerID(), nullIfEmpty(inv.Currency)); err != nil {
 		return fmt.Errorf("error marking invoice uncollectible: %w", err)
 	}
 	return nil
 }
 
-func (h *handlers) anomaly(ctx context.Context, tx pgx.Tx, ev hookinbox.Event, invoiceID, kind, detail string) error {
-	if _, err := tx.Exec(ctx, sqlAnomalyRecord, invoiceID, kind, ev.ID, ev.Type, detail); err != nil {
-		return fmt.Errorf("error recording billing anomaly: %w", err)
+func (h handlers[TTx]) anomaly(ctx context.Context, tx TTx, ev hookinbox.Event, invoiceID, kind, detail string) error {
+	if _, err := recordAnomaly(ctx, h.d, tx, Anomaly{InvoiceID: invoiceID, Kind: kind, EventID: ev.ID, EventType: ev.Type, Detail: detail}); err != nil {
+		return err
 	}
 	return nil
 }
 
-// upsertStatus runs a guarded upsert that returns the invoice's status. When the guard
-// refused the update because a concurrent transaction created the row after this
-// statement's snapshot, the statement sees no row; a second statement, with a fresh
-// snapshot, reads it.
-func upsertStatus(ctx context.Context, tx pgx.Tx, sql string, args ...any) (string, error) {
+// upsertStatus runs a guarded upsert of invoiceID (its parameter 1, args the next)
+// that returns the invoice's status. When the guard
+// refused the update, the upsert returns no row (on PostgreSQL also when a concurrent
+// transaction created the row after the statement's snapshot), and a second
+// statement, with a fresh snapshot, reads the status.
+func (h handlers[TTx]) upsertStatus(ctx context.Context, tx TTx, query, invoiceID string, args ...any) (string, error) {
 	var status string
-	err := tx.QueryRow(ctx, sql, args...).Scan(&status)
-	if err == pgx.ErrNoRows {
-		err = tx.QueryRow(ctx, sqlInvoiceStatus, args[0]).Scan(&status)
+	found, err := h.d.queryRow(ctx, tx, query, append([]any{invoiceID}, args...), &status)
+	if err == nil && !found {
+		return h.status(ctx, tx, invoiceID)
 	}
 	return status, err
+}
+
+// status reads an invoice's status.
+func (h handlers[TTx]) status(ctx context.Context, tx TTx, invoiceID string) (string, error) {
+	var status string
+	found, err := h.d.queryRow(ctx, tx, h.d.statements().invoiceStatus, []any{invoiceID}, &status)
+	if err == nil && !found {
+		err = fmt.Errorf("invoice %s does not exist", invoiceID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("error reading invoice status: %w", err)
+	}
+	return status, nil
 }
 
 func nullIfEmpty(s string) *string {

@@ -1,7 +1,7 @@
 // Command billing is a Stripe webhook receiver built on the hookinbox library: the seed
 // article's invoice and ledger domain, processed exactly once on PostgreSQL.
 //
-//	STRIPE_WEBHOOK_SECRET=whsec_... go run ./examples/billing
+//	STRIPE_WEBHOOK_SECRET=whsec_... go run ./examples/billing/cmd/billing
 //
 // DATABASE_URL selects the database (default: the local server); LISTEN the address
 // (default 127.0.0.1:8080). Events are received on POST /webhooks/stripe.
@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -57,7 +57,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	// hookinbox creates only its own hookinbox_* tables; billing's are billing's.
-	if err := billing.Migrate(ctx, pool); err != nil {
+	if err := billing.Migrate(ctx, inbox.Driver()); err != nil {
 		return err
 	}
 	billing.Register(inbox, "billing")
