@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookinbox/hookinbox/billing"
 	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/driver/sqlitedriver"
+	"github.com/hookinbox/hookinbox/examples/billing"
 )
 
 func TestVersion_LinkedVersionThenModuleVersionThenDevel(t *testing.T) {
