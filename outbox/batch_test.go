@@ -110,11 +110,11 @@ func (c *countingT) Helper()               {}
 // token lower than one it had seen for the message).
 func scenarioLeaseLostWhileWaiting(t *testing.T, broken bool) int {
 	b := setup(t)
-	sink := newRecordingSink(t)
+	sink := &fencedSink{maxToken: map[int64]int64{}}
 	b.insert(t, 2, "http")
 	slow := outbox.Config{
 		Lease: time.Second, DeliveryTimeout: 500 * time.Millisecond,
-		Sinks:       map[string]outbox.Sink{"http": &outbox.HTTPSink{URL: sink.URL}},
+		Sinks:       map[string]outbox.Sink{"http": sink},
 		SinkOptions: map[string]outbox.SinkOptions{"http": {Concurrency: 1, Rate: 0.2}},
 	}
 	a := b.dispatcher(t, slow)
@@ -131,7 +131,7 @@ func scenarioLeaseLostWhileWaiting(t *testing.T, broken bool) int {
 		return b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'published'`) == 1 &&
 			b.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE state = 'pending' AND available_at <= now()`) == 1
 	})
-	c := b.dispatcher(t, outbox.Config{Sinks: map[string]outbox.Sink{"http": &outbox.HTTPSink{URL: sink.URL}}})
+	c := b.dispatcher(t, outbox.Config{Sinks: map[string]outbox.Sink{"http": sink}})
 	if n, err := c.DispatchOnce(b.ctx); err != nil || n != 1 {
 		t.Fatalf("B: %d, %v", n, err)
 	}
@@ -141,6 +141,26 @@ func scenarioLeaseLostWhileWaiting(t *testing.T, broken bool) int {
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	return sink.stale
+}
+
+// fencedSink is recordingSink's fence in memory, for a test whose deliveries must not
+// wait on HTTP: it counts a delivery whose token is lower than one it has seen for
+// the message as stale, and refuses it.
+type fencedSink struct {
+	mu       sync.Mutex
+	maxToken map[int64]int64
+	stale    int
+}
+
+func (s *fencedSink) Deliver(_ context.Context, m *hookinboxtype.OutboxMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.FencingToken < s.maxToken[m.ID] {
+		s.stale++
+		return fmt.Errorf("stale token %d", m.FencingToken)
+	}
+	s.maxToken[m.ID] = m.FencingToken
+	return nil
 }
 
 func TestDispatcher_LeaseLostInABatchNeverSendsAnOlderToken(t *testing.T) {
