@@ -94,6 +94,12 @@ Modes (--mode):
            senders, events and --duration or --count, and bench prints the ratio
            processed-async/processed-sync: how close asynchronous processing comes
            to doing the work in the request.
+  dispatch first a backlog of --count (default 10000) outbox messages for the
+           forward endpoint's --sink, written as handlers write them (a thousand a
+           statement) with no dispatcher running; then the server starts, and
+           bench measures how fast its dispatcher (--dispatchers in flight)
+           delivers the backlog, with the rate of each tenth: a rate that falls
+           tenth after tenth is a collapse, not noise.
 
 --url URL sends to a server that is already running instead (--mode sync or accept,
 which then only say which answer a new event should get: bench notes others), signed
@@ -240,9 +246,9 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv string) error {
 	changed := cmd.Flags().Changed
 	switch c.Mode {
-	case bench.ModeSync, bench.ModeAccept, bench.ModeDrain, bench.ModeForward, bench.ModeMixed:
+	case bench.ModeSync, bench.ModeAccept, bench.ModeDrain, bench.ModeForward, bench.ModeMixed, bench.ModeDispatch:
 	default:
-		return usagef("--mode %q: want sync, accept, drain, forward or mixed", c.Mode)
+		return usagef("--mode %q: want sync, accept, drain, forward, mixed or dispatch", c.Mode)
 	}
 	switch {
 	case c.Count < 0:
@@ -273,8 +279,8 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 		return usagef("--schema is always kept; --keep is for the fresh schema")
 	case c.Sink != bench.SinkHTTP && c.Sink != bench.SinkNATS:
 		return usagef("--sink %q: want http or nats", c.Sink)
-	case changed("sink") && c.Mode != bench.ModeForward:
-		return usagef("--sink is for --mode forward")
+	case changed("sink") && c.Mode != bench.ModeForward && c.Mode != bench.ModeDispatch:
+		return usagef("--sink is for --mode forward and dispatch")
 	case changed("nats-url") && c.Sink != bench.SinkNATS:
 		return usagef("--nats-url is for --sink nats")
 	}
@@ -305,12 +311,23 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 	} else if changed("backlog") {
 		return usagef("--backlog is for --mode drain")
 	}
+	if c.Mode == bench.ModeDispatch {
+		switch {
+		case changed("duration"):
+			return usagef("--mode dispatch measures a backlog of --count outbox messages, not a --duration")
+		case c.Duplicates > 0:
+			return usagef("--duplicates: --mode dispatch's backlog is distinct messages")
+		}
+		if c.Count == 0 {
+			c.Count = bench.DefaultDispatchCount
+		}
+	}
 	if c.Count == 0 && c.Duration == 0 {
 		c.Duration = 10 * time.Second
 	}
 	if c.URL != "" {
 		switch {
-		case c.Mode == bench.ModeDrain || c.Mode == bench.ModeForward || c.Mode == bench.ModeMixed:
+		case c.Mode == bench.ModeDrain || c.Mode == bench.ModeForward || c.Mode == bench.ModeMixed || c.Mode == bench.ModeDispatch:
 			return usagef("--mode %s needs the server in this process (its workers, its sink): not with --url", c.Mode)
 		case changed("schema") || changed("keep") || changed("server-log") || changed("workers") || changed("dispatchers"):
 			return usagef("--schema, --keep, --server-log, --workers and --dispatchers are for the server in this process, not --url")
@@ -330,7 +347,7 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 		switch {
 		case c.Secret != "" || secretEnv != "" || len(c.Options) > 0:
 			return usagef("--secret, --secret-env and --option sign for a --url endpoint; the server in this process gets a random secret")
-		case c.Provider != "stripe" && c.Mode != bench.ModeForward:
+		case c.Provider != "stripe" && c.Mode != bench.ModeForward && c.Mode != bench.ModeDispatch:
 			return usagef("--provider %s: --mode %s uses the billing handler, which takes Stripe's events (other providers: --mode forward or --url)", c.Provider, c.Mode)
 		}
 	}

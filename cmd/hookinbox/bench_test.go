@@ -21,23 +21,24 @@ import (
 // benchJSON is the part of bench --json the tests read: counts, never a rate or a
 // time, which depend on the machine.
 type benchJSON struct {
-	Mode          string               `json:"mode"`
-	Requests      int64                `json:"requests"`
-	Outcomes      map[string]int64     `json:"outcomes"`
-	Errors        map[string]int64     `json:"errors"`
-	ErrorCount    int64                `json:"error_count"`
-	Incomplete    string               `json:"incomplete"`
-	Schema        string               `json:"schema"`
-	DatabaseAfter *bench.DBCounts      `json:"database_after"`
-	Drain         *bench.DrainReport   `json:"drain"`
-	Forward       *bench.ForwardReport `json:"forward"`
-	Mixed         *bench.MixedReport   `json:"mixed"`
-	Pgbench       *bench.PgbenchReport `json:"pgbench"`
-	Naive         *bench.NaiveReport   `json:"naive"`
-	Ratio         *float64             `json:"ratio"`
-	RatioNaive    *float64             `json:"ratio_naive"`
-	Settings      bench.Settings       `json:"settings"`
-	CPU           *bench.CPUReport     `json:"cpu"`
+	Mode          string                `json:"mode"`
+	Requests      int64                 `json:"requests"`
+	Outcomes      map[string]int64      `json:"outcomes"`
+	Errors        map[string]int64      `json:"errors"`
+	ErrorCount    int64                 `json:"error_count"`
+	Incomplete    string                `json:"incomplete"`
+	Schema        string                `json:"schema"`
+	DatabaseAfter *bench.DBCounts       `json:"database_after"`
+	Drain         *bench.DrainReport    `json:"drain"`
+	Forward       *bench.ForwardReport  `json:"forward"`
+	Mixed         *bench.MixedReport    `json:"mixed"`
+	Dispatch      *bench.DispatchReport `json:"dispatch"`
+	Pgbench       *bench.PgbenchReport  `json:"pgbench"`
+	Naive         *bench.NaiveReport    `json:"naive"`
+	Ratio         *float64              `json:"ratio"`
+	RatioNaive    *float64              `json:"ratio_naive"`
+	Settings      bench.Settings        `json:"settings"`
+	CPU           *bench.CPUReport      `json:"cpu"`
 }
 
 // TestBench_CountsAreWhatTheDatabaseHolds runs every mode of bench against a schema of
@@ -164,6 +165,48 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 	}
 }
 
+// TestBench_DispatchDeliversTheBacklogOnce writes an outbox backlog of 200 and checks
+// that bench reports what the sink and the database saw: every message delivered
+// once and published, in ten tenths.
+func TestBench_DispatchDeliversTheBacklogOnce(t *testing.T) {
+	t.Parallel()
+	for _, sinkKind := range []string{"http", "nats"} {
+		t.Run(sinkKind, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			args := []string{"bench", "--mode", "dispatch", "--count", "200", "--json",
+				"--database-url", testdb.URL(), "--schema", db.Schema, "--sink", sinkKind}
+			if sinkKind == "nats" {
+				args = append(args, "--nats-url", testnats.New(t).Conn.ConnectedUrl())
+			}
+			out := mustRun(t, childEnv(), args...)
+			var r benchJSON
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("bench --json printed no JSON object: %v\n%s", err, out)
+			}
+			d := r.Dispatch
+			if r.Incomplete != "" || d == nil || d.Backlog != 200 || d.Delivered != 200 || d.Redeliveries != 0 || len(d.Tenths) != 10 || d.Concurrency < 1 {
+				t.Fatalf("incomplete %q, dispatch %+v; want 200 delivered once in ten tenths:\n%s", r.Incomplete, d, out)
+			}
+			var sum int64
+			for _, tenth := range d.Tenths {
+				sum += tenth.Events
+			}
+			if sum != 200 {
+				t.Errorf("the tenths add up to %d messages, want 200", sum)
+			}
+			var published int64
+			if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM hookinbox_outbox WHERE state = 'published'`).Scan(&published); err != nil {
+				t.Fatal(err)
+			}
+			if published != 200 {
+				t.Errorf("%d outbox messages published, want 200", published)
+			}
+			checkCPU(t, d.CPU, "message")
+		})
+	}
+}
+
 // checkCPU checks that on Linux a phase's CPU time was measured, per unit of work,
 // with PostgreSQL's (the test database is on this machine). Never its figures, which
 // depend on the machine.
@@ -281,7 +324,8 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain, forward or mixed`},
+		{[]string{"--mode", "batch"}, `--mode "batch": want sync, accept, drain, forward, mixed or dispatch`},
+		{[]string{"--mode", "dispatch", "--duration", "5s"}, "--mode dispatch measures a backlog of --count outbox messages"},
 		{[]string{"--url", "http://127.0.0.1:1/x", "--mode", "mixed", "--secret", "s"}, "--mode mixed needs the server in this process"},
 		{[]string{"--mode", "forward", "--sink", "kafka"}, `--sink "kafka": want http or nats`},
 		{[]string{"--sink", "nats"}, "--sink is for --mode forward"},

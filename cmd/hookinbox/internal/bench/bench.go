@@ -24,6 +24,8 @@ const (
 	ModeDrain   = "drain"
 	ModeForward = "forward"
 	ModeMixed   = "mixed"
+	// ModeDispatch drains an outbox backlog (runDispatch).
+	ModeDispatch = "dispatch"
 )
 
 // The anchors bench runs beside hookinbox, in the same run (Config.Anchors).

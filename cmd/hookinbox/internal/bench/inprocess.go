@@ -36,7 +36,7 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 	r.Target = "in-process"
 	s := &inProcess{}
 	spec := serverSpec{mode: c.Mode, provider: c.Provider, workers: c.Workers, dispatchers: c.Dispatchers}
-	if c.Mode == ModeForward {
+	if c.Mode == ModeForward || c.Mode == ModeDispatch {
 		var err error
 		if s.sink, err = startSink(ctx, c); err != nil {
 			return err
@@ -63,7 +63,7 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 	if c.Mode == ModeDrain || c.Mode == ModeForward || c.Mode == ModeMixed {
 		r.Settings.Workers = c.Workers
 	}
-	if c.Mode == ModeForward {
+	if c.Mode == ModeForward || c.Mode == ModeDispatch {
 		r.Settings.Dispatchers = c.Dispatchers
 	}
 	signer, err := hookinboxtest.SignerFor(c.Provider, []string{secret}, nil)
@@ -133,6 +133,8 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 		err = rn.runAccept(ctx, s, r, p)
 	case ModeDrain:
 		err = rn.runDrain(ctx, s, r, p)
+	case ModeDispatch:
+		err = rn.runDispatch(ctx, s, r, p)
 	}
 	if err != nil {
 		return err

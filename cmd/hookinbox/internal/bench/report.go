@@ -33,10 +33,11 @@ type Report struct {
 	Rate     float64 `json:"rate"`
 	RateUnit string  `json:"rate_unit"`
 
-	Drain   *DrainReport   `json:"drain,omitempty"`
-	Forward *ForwardReport `json:"forward,omitempty"`
-	Mixed   *MixedReport   `json:"mixed,omitempty"`
-	Pgbench *PgbenchReport `json:"pgbench,omitempty"`
+	Drain    *DrainReport    `json:"drain,omitempty"`
+	Forward  *ForwardReport  `json:"forward,omitempty"`
+	Dispatch *DispatchReport `json:"dispatch,omitempty"`
+	Mixed    *MixedReport    `json:"mixed,omitempty"`
+	Pgbench  *PgbenchReport  `json:"pgbench,omitempty"`
 	// Naive is the hand-written receiver's run on the same load (--anchor naive).
 	Naive *NaiveReport `json:"naive,omitempty"`
 	// Groups are the in-process server's group commits, by kind (accept, sync).

@@ -22,6 +22,13 @@ func (r *Report) writeText(w io.Writer) {
 	if r.Target != "in-process" {
 		target = r.Target
 	}
+	if r.Mode == ModeDispatch {
+		// No request is sent: the backlog is written to the outbox directly.
+		fmt.Fprintf(w, "hookinbox bench --mode dispatch: an outbox backlog of %d, against %s\n", r.Count, target)
+		r.writeSettings(w)
+		r.writeResults(w, "")
+		return
+	}
 	fmt.Fprintf(w, "hookinbox bench --mode %s: %d senders, %s, against %s\n", r.Mode, r.Concurrency, run, target)
 	r.writeSettings(w)
 
@@ -52,6 +59,13 @@ func (r *Report) writeText(w io.Writer) {
 		of = " (the backlog's)"
 	}
 	fmt.Fprintf(w, "%-10s %.1f %s%s\n", "rate", r.RequestRate, unit, of)
+	r.writeResults(w, of)
+}
+
+// writeResults prints what the run measured after its load: latency and CPU (of
+// says whose), each mode's own figures, the group commits, the anchors and what was
+// left in the database.
+func (r *Report) writeResults(w io.Writer, of string) {
 	if r.Latency != nil {
 		fmt.Fprintf(w, "%-10s %s%s\n", "latency", r.Latency, of)
 	}
@@ -89,6 +103,22 @@ func (r *Report) writeText(w io.Writer) {
 		}
 		if fr.Ratio != nil {
 			fmt.Fprintf(w, "%-10s %.3f (delivered %.1f events/s / accepted %.1f events/s, the same run)\n", "ratio", *fr.Ratio, fr.Rate, fr.AcceptRate)
+		}
+	}
+	if d := r.Dispatch; d != nil {
+		fmt.Fprintf(w, "%-10s %d of %d outbox messages delivered to %s, %d in flight", "dispatch", d.Delivered, d.Backlog, d.Sink, d.Concurrency)
+		if d.Rate > 0 {
+			fmt.Fprintf(w, ", in %.2f s: %.1f messages/s", d.ElapsedSeconds, d.Rate)
+		}
+		if d.Redeliveries > 0 {
+			fmt.Fprintf(w, " (%d redeliveries)", d.Redeliveries)
+		}
+		fmt.Fprintln(w)
+		for _, t := range d.Tenths {
+			fmt.Fprintf(w, "  %3d-%3d%%  %6d messages in %7.3f s: %8.1f messages/s\n", t.FromPercent, t.ToPercent, t.Events, t.Seconds, t.Rate)
+		}
+		if d.CPU != nil {
+			fmt.Fprintf(w, "%-10s %s (the dispatch's)\n", "cpu", d.CPU)
 		}
 	}
 	r.writeMixed(w)
@@ -199,7 +229,7 @@ func orDash(s string) string {
 // writeAnchors prints the anchors' runs and hookinbox's ratios to them.
 func (r *Report) writeAnchors(w io.Writer) {
 	switch p := r.Pgbench; {
-	case r.Mode == ModeDrain || r.Mode == ModeForward:
+	case r.Mode == ModeDrain || r.Mode == ModeForward || r.Mode == ModeDispatch:
 		fmt.Fprintf(w, "%-10s no anchor for --mode %s: the workers' claims and processing and the outbox deliveries are not one SQL script\n", "pgbench", r.Mode)
 	case r.Mode == ModeMixed:
 		fmt.Fprintf(w, "%-10s no anchor for --mode mixed: its anchor is the sync endpoint above\n", "pgbench")

@@ -57,7 +57,7 @@ func generatedConfig(s serverSpec) (*config.Config, string, error) {
 		endpoint(endpointName, path, "sync", "billing")
 	case ModeAccept, ModeDrain:
 		endpoint(endpointName, path, "async", "billing")
-	case ModeForward:
+	case ModeForward, ModeDispatch:
 		endpoint(endpointName, path, "async", "forward")
 		fmt.Fprintf(&b, "    forward: %s\n", s.forward)
 	case ModeMixed:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -28,6 +29,10 @@ type sink interface {
 	delivered() int64
 	// report is forward's figures once the wait is over.
 	report(want int64, loadStart time.Time, started *sync.Map) (*ForwardReport, error)
+	// firsts is when each source event first arrived, and how many arrived again.
+	firsts() (map[string]time.Time, int64, error)
+	// describe says what the sink is, for the report.
+	describe() string
 	close()
 }
 
@@ -78,8 +83,18 @@ func (s *recordingSink) report(want int64, loadStart time.Time, started *sync.Ma
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fr := forwardFigures(s.first, s.redeliveries, want, loadStart, started)
-	fr.Sink = "an HTTP sink in this process, answering 200 at once"
+	fr.Sink = s.describe()
 	return fr, nil
+}
+
+func (s *recordingSink) firsts() (map[string]time.Time, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.first), s.redeliveries, nil
+}
+
+func (s *recordingSink) describe() string {
+	return "an HTTP sink in this process, answering 200 at once"
 }
 
 func (s *recordingSink) close() {

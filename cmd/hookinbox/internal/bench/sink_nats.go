@@ -81,9 +81,15 @@ func (s *natsSink) report(want int64, loadStart time.Time, started *sync.Map) (*
 		return nil, err
 	}
 	fr := forwardFigures(first, redeliveries, want, loadStart, started)
-	fr.Sink = fmt.Sprintf("JetStream stream %s at %s, file storage", s.name, s.natsURL)
+	fr.Sink = s.describe()
 	fr.Stream = s.name
 	return fr, nil
+}
+
+func (s *natsSink) firsts() (map[string]time.Time, int64, error) { return s.read() }
+
+func (s *natsSink) describe() string {
+	return fmt.Sprintf("JetStream stream %s at %s, file storage", s.name, s.natsURL)
 }
 
 // read reads every message of the stream: the time JetStream stored the first of
