@@ -217,6 +217,9 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*driver.Receip
 	if err != nil {
 		return nil, err
 	}
+	if skipRecheck {
+		locked = batch // the broken build (recheck_broken.go)
+	}
 	done := make(map[driver.Key]bool, len(locked))
 	lockedKeys := make([]driver.Key, 0, len(locked))
 	// Receipts of a set-based handler (HandleBatch) are applied by one call per
@@ -288,7 +291,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 	start := time.Now()
 	by := &driver.AttemptBy{Worker: worker, StartedAt: start}
 	pctx, span := i.startAttempt(pctx, r)
-	err := i.process(pctx, r.Key, by)
+	err := i.process(pctx, r, by)
 	endAttempt(span, err)
 	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
 	defer func() {
@@ -335,7 +338,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *driver.Receipt, le
 // process applies the handler of a claimed receipt in one transaction. The row lock
 // and the re-check of processed_at make the business update commit at most once even
 // when a lease ran out and two workers hold the same receipt.
-func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.AttemptBy) error {
+func (i *Inbox[TTx]) process(ctx context.Context, claimed *driver.Receipt, by *driver.AttemptBy) error {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return err
@@ -345,9 +348,13 @@ func (i *Inbox[TTx]) process(ctx context.Context, key driver.Key, by *driver.Att
 	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
 		return err
 	}
+	key := claimed.Key
 	locked, err := tx.InboxLockUnprocessed(ctx, []driver.Key{key})
 	if err != nil {
 		return err
+	}
+	if skipRecheck {
+		locked = []*driver.Receipt{claimed} // the broken build (recheck_broken.go)
 	}
 	if len(locked) == 0 {
 		return errAlreadyProcessed

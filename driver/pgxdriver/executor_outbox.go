@@ -29,7 +29,7 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
-	tag, err := e.db.Exec(ctx, sqlOutboxMarkPublished, id, token)
+	tag, err := e.db.Exec(ctx, markPublishedSQL, id, token)
 	if err != nil {
 		return false, translate(fmt.Errorf("error marking outbox message published: %w", err))
 	}
