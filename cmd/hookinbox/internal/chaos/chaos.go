@@ -62,7 +62,7 @@ func startProcs(s *Scenario, o *Options, dir string, cfg func(dbURL string) stri
 			if err != nil {
 				return nil, links, nil, err
 			}
-			p := &Proc{Name: name, Bin: o.Bin, Args: append([]string{"serve", "--config", cfgPath}, args...), Env: env, Addr: addr, Log: log, Receives: g.Receives()}
+			p := &Proc{Name: name, Bin: o.Bin, Args: append([]string{"serve", "--config", cfgPath}, args...), Env: env, Addr: addr, Log: log, Receives: g.Receives(), Dispatches: g.Dispatches()}
 			if err := p.Start(); err != nil {
 				return nil, links, nil, err
 			}

@@ -11,9 +11,10 @@ import (
 // occurrences alternate between the database links (one per serve process, drawn at
 // random) and the sink link, so that both see every kind asked for twice or more.
 type netFaults struct {
-	db      []*Proxy // every process's link to PostgreSQL
-	receive []*Proxy // those of the processes that receive: where COMMIT cuts go
-	sink    *Proxy
+	db       []*Proxy // every process's link to PostgreSQL
+	receive  []*Proxy // those of the processes that receive: where COMMIT cuts go
+	dispatch []*Proxy // those of the processes that dispatch: where late results go
+	sink     *Proxy
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -101,6 +102,31 @@ func (n *netFaults) cuts(ctx context.Context, at []time.Duration, r *rand.Rand) 
 			return
 		}
 		n.receive[r.IntN(len(n.receive))].ArmCut(i%2 == 0)
+	}
+}
+
+// lateClaims arm, at each moment, a late claim answer on a database link drawn at
+// random: the next claim there that takes work is heard of past the lease.
+func (n *netFaults) lateClaims(ctx context.Context, at []time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		n.db[r.IntN(len(n.db))].ArmLateClaim()
+	}
+}
+
+// lateResults arm, at each moment, a late result on a dispatching process's
+// database link: the next statement there that records a delivery's result reaches
+// PostgreSQL past the lease.
+func (n *netFaults) lateResults(ctx context.Context, at []time.Duration, r *rand.Rand) {
+	start := time.Now()
+	for _, t := range at {
+		if !sleepUntil(ctx, start, t) {
+			return
+		}
+		n.dispatch[r.IntN(len(n.dispatch))].ArmLateResult()
 	}
 }
 

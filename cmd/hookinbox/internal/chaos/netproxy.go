@@ -27,8 +27,12 @@ type Proxy struct {
 	Name string
 	// Target is the address connections are forwarded to.
 	Target string
-	// PG makes the proxy follow the PostgreSQL protocol, for COMMIT cuts.
+	// PG makes the proxy follow the PostgreSQL protocol, for COMMIT cuts and late
+	// claim answers.
 	PG bool
+	// LateHold is how long the answer of an armed late claim, or an armed late
+	// result on its way, is held.
+	LateHold time.Duration
 
 	ln net.Listener
 
@@ -39,8 +43,10 @@ type Proxy struct {
 
 	latency atomic.Int64 // added before each forwarded chunk, in nanoseconds
 	// armReceiving and armAny are COMMIT cuts asked for and not yet made: of a
-	// transaction that wrote a receipt, and of any transaction that wrote.
-	armReceiving, armAny atomic.Int32
+	// transaction that wrote a receipt, and of any transaction that wrote; armLate
+	// late claim answers.
+	armReceiving, armAny, armLate, armLateResult atomic.Int32
+	lateClaims, lateResults                      atomic.Int64
 
 	cutsMu sync.Mutex
 	cuts   []Cut
@@ -207,6 +213,20 @@ func (p *Proxy) ArmCut(receiving bool) {
 	}
 }
 
+// ArmLateClaim asks for the answer of the next claim that takes work (a statement
+// with SKIP LOCKED that returns rows) to be held for LateHold.
+func (p *Proxy) ArmLateClaim() { p.armLate.Add(1) }
+
+// LateClaims is how many claim answers were held.
+func (p *Proxy) LateClaims() int { return int(p.lateClaims.Load()) }
+
+// ArmLateResult asks for the next statement that records an outbox delivery's
+// result to be held on its way to the server for LateHold.
+func (p *Proxy) ArmLateResult() { p.armLateResult.Add(1) }
+
+// LateResults is how many result statements were held.
+func (p *Proxy) LateResults() int { return int(p.lateResults.Load()) }
+
 // Cuts returns the COMMIT answers cut so far.
 func (p *Proxy) Cuts() []Cut {
 	p.cutsMu.Lock()
@@ -257,14 +277,16 @@ func (c *proxyConn) pump(dir int, src, dst net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			out := buf[:n]
-			cut := false
+			out, action := buf[:n], forward
 			if c.pg != nil {
-				out, cut = c.pg.observe(c, dir, out)
+				out, action = c.pg.observe(c, dir, out)
 			}
-			if cut {
+			switch action {
+			case cutConn:
 				c.close(true)
 				return
+			case delay:
+				time.Sleep(c.p.LateHold)
 			}
 			if len(out) > 0 {
 				<-c.p.gate(dir)

@@ -16,6 +16,13 @@ import (
 // its ReadyForQuery: when that says the transaction committed (idle, with no error
 // and no ROLLBACK), the answer is dropped and the connection reset. The server
 // committed; the client sees its connection die during COMMIT.
+//
+// It also delays the answer of a claim (a statement with SKIP LOCKED) that took work
+// (returned rows) past the lease: the worker or dispatcher hears of its claim when
+// another may have claimed the same rows again, and carries on as a zombie. And it
+// delays in transit the statement that records an outbox delivery's result (it
+// writes hookinbox_delivery): it reaches the server past the lease, when another
+// dispatcher may have delivered and recorded the message again.
 type pgConn struct {
 	mu sync.Mutex
 	// upBuf and downBuf hold the start of a message not yet complete.
@@ -28,13 +35,24 @@ type pgConn struct {
 	idle              bool // the last ReadyForQuery said idle: a transaction starts next
 	txStart           time.Time
 	txInbox, txWrites bool
+	exClaim           bool // the exchange being sent holds a claim
 
 	// candidate: the answer of the exchange just sent is held, to be cut if it ends
 	// in a commit; receiving says which armed cut it takes.
 	candidate, receiving bool
 	held                 []byte
 	heldFailed           bool
+	// late: the answer of the exchange just sent, a claim, is held to be delayed if
+	// it returned rows.
+	late, lateRows bool
 }
+
+// Actions of observe on what it read, besides forwarding.
+const (
+	forward = iota
+	cutConn // reset the connection instead
+	delay   // forward after the proxy's LateClaimHold
+)
 
 const (
 	codeSSLRequest    = 80877103
@@ -42,27 +60,28 @@ const (
 	codeCancelRequest = 80877102
 )
 
-// observe takes a chunk read in direction dir and returns the bytes to forward now,
-// and whether to cut the connection instead.
-func (g *pgConn) observe(c *proxyConn, dir int, chunk []byte) ([]byte, bool) {
+// observe takes a chunk read in direction dir and returns the bytes to forward, and
+// what to do with them.
+func (g *pgConn) observe(c *proxyConn, dir int, chunk []byte) ([]byte, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.plain {
-		return chunk, false
+		return chunk, forward
 	}
 	if dir == up {
-		return g.observeUp(c, chunk), false
+		return g.observeUp(c, chunk)
 	}
 	return g.observeDown(c, chunk)
 }
 
-func (g *pgConn) observeUp(c *proxyConn, chunk []byte) []byte {
+func (g *pgConn) observeUp(c *proxyConn, chunk []byte) ([]byte, int) {
 	g.upBuf = append(g.upBuf, chunk...)
 	var out []byte
+	action := forward
 	for {
 		if !g.started {
 			if len(g.upBuf) < 8 {
-				return out
+				return out, action
 			}
 			n := int(binary.BigEndian.Uint32(g.upBuf))
 			switch binary.BigEndian.Uint32(g.upBuf[4:]) {
@@ -71,10 +90,10 @@ func (g *pgConn) observeUp(c *proxyConn, chunk []byte) []byte {
 				g.plain = true
 				out = append(out, g.upBuf...)
 				g.upBuf = nil
-				return out
+				return out, action
 			}
 			if len(g.upBuf) < n {
-				return out
+				return out, action
 			}
 			out = append(out, g.upBuf[:n]...)
 			g.upBuf = g.upBuf[n:]
@@ -83,21 +102,25 @@ func (g *pgConn) observeUp(c *proxyConn, chunk []byte) []byte {
 		}
 		msg, ok := frame(g.upBuf)
 		if !ok {
-			return out
+			return out, action
 		}
 		g.upBuf = g.upBuf[len(msg):]
-		g.clientMessage(c, msg)
+		if g.clientMessage(c, msg) {
+			action = delay
+		}
 		out = append(out, msg...)
 	}
 }
 
 // clientMessage tracks what the transaction does, and decides at the end of each
-// exchange whether its answer is held for a cut.
-func (g *pgConn) clientMessage(c *proxyConn, msg []byte) {
+// exchange whether its answer is held for a cut. It reports whether the message is
+// to be delayed in transit (a late result).
+func (g *pgConn) clientMessage(c *proxyConn, msg []byte) bool {
 	typ, body := msg[0], msg[5:]
 	if typ == 'X' {
-		return
+		return false
 	}
+	late := false
 	if g.idle {
 		g.idle = false
 		g.txStart, g.txInbox, g.txWrites = time.Now(), false, false
@@ -113,43 +136,75 @@ func (g *pgConn) clientMessage(c *proxyConn, msg []byte) {
 	case 'B': // Bind: portal, statement
 		_, rest := cstring(body)
 		stmt, _ := cstring(rest)
-		g.classify(g.stmts[stmt])
+		late = g.classify(c, g.stmts[stmt])
 	case 'Q':
 		query, _ := cstring(body)
-		g.classify(query)
+		late = g.classify(c, query)
 	}
-	if (typ == 'Q' || typ == 'S') && !g.candidate {
+	if (typ == 'Q' || typ == 'S') && !g.candidate && !g.late {
 		switch {
 		case g.txInbox && c.p.armReceiving.Load() > 0:
 			g.candidate, g.receiving = true, true
 		case g.txWrites && c.p.armAny.Load() > 0:
 			g.candidate, g.receiving = true, false
+		case g.exClaim && c.p.armLate.Load() > 0:
+			g.late, g.lateRows = true, false
 		}
 	}
+	if typ == 'Q' || typ == 'S' {
+		g.exClaim = false
+	}
+	return late
 }
 
-func (g *pgConn) classify(query string) {
+// classify notes what an executed statement writes, and reports whether it is to be
+// delayed as a late result.
+func (g *pgConn) classify(c *proxyConn, query string) bool {
 	q := strings.ToLower(query)
+	late := strings.Contains(q, "hookinbox_delivery") && take(&c.p.armLateResult)
+	if late {
+		c.p.lateResults.Add(1)
+	}
+	if strings.Contains(q, "skip locked") {
+		g.exClaim = true
+	}
 	if strings.Contains(q, "insert into hookinbox_inbox") {
 		g.txInbox = true
 	}
 	if strings.Contains(q, "insert ") || strings.Contains(q, "update ") || strings.Contains(q, "delete ") {
 		g.txWrites = true
 	}
+	return late
 }
 
-func (g *pgConn) observeDown(c *proxyConn, chunk []byte) ([]byte, bool) {
+func (g *pgConn) observeDown(c *proxyConn, chunk []byte) ([]byte, int) {
 	g.downBuf = append(g.downBuf, chunk...)
 	var out []byte
 	for {
 		msg, ok := frame(g.downBuf)
 		if !ok {
-			return out, false
+			return out, forward
 		}
 		g.downBuf = g.downBuf[len(msg):]
 		typ, body := msg[0], msg[5:]
 		if typ == 'K' && len(body) >= 4 {
 			g.pid = int32(binary.BigEndian.Uint32(body))
+		}
+		if g.late {
+			g.held = append(g.held, msg...)
+			switch typ {
+			case 'D':
+				g.lateRows = true
+			case 'Z':
+				out = append(out, g.held...)
+				g.held, g.late = nil, false
+				g.idle = len(body) > 0 && body[0] == 'I'
+				if g.lateRows && take(&c.p.armLate) {
+					c.p.lateClaims.Add(1)
+					return out, delay // the client sends nothing before this answer
+				}
+			}
+			continue
 		}
 		if !g.candidate {
 			out = append(out, msg...)
@@ -176,7 +231,7 @@ func (g *pgConn) observeDown(c *proxyConn, chunk []byte) ([]byte, bool) {
 				c.p.cutsMu.Lock()
 				c.p.cuts = append(c.p.cuts, Cut{Link: c.p.Name, PID: g.pid, TxStart: g.txStart, At: time.Now(), Receiving: g.receiving})
 				c.p.cutsMu.Unlock()
-				return nil, true
+				return nil, cutConn
 			}
 			out = append(out, g.held...)
 			g.held, g.candidate, g.heldFailed = nil, false, false

@@ -21,8 +21,9 @@ type Proc struct {
 	Addr string
 	// Log receives its stderr and stdout, across restarts.
 	Log *os.File
-	// Receives reports whether it serves the endpoints.
-	Receives bool
+	// Receives and Dispatches report whether it serves the endpoints and whether it
+	// runs a dispatcher.
+	Receives, Dispatches bool
 
 	// life is held through a kill and its restart, a graceful restart and a pause,
 	// so that they happen one after the other: a kill waits for a paused zombie to

@@ -53,8 +53,11 @@ type Options struct {
 	// blackholes past the leases and connection resets per scenario, alternately on a
 	// process's link to PostgreSQL and on the dispatchers' link to the sink;
 	// CommitCuts the number of COMMIT answers cut (alternately of a receiving
-	// transaction and of any that wrote).
-	NetLatency, NetBlackholes, NetResets, CommitCuts int
+	// transaction and of any that wrote); LateClaims the number of claims (of
+	// receipts or outbox messages) whose answer is held past the lease, which makes
+	// their holder a zombie; LateResults the number of statements recording an outbox
+	// delivery's result held on their way past the lease.
+	NetLatency, NetBlackholes, NetResets, CommitCuts, LateClaims, LateResults int
 	// Senders is the number of concurrent senders.
 	Senders int
 	// FailRate and SlowRate are the shares of handler calls that fail and that are
@@ -113,6 +116,8 @@ const (
 	FigNetResetSink    = "connections reset, sink link"
 	FigCutsReceiving   = "COMMIT answers cut, receiving transactions"
 	FigCutsOther       = "COMMIT answers cut, other transactions"
+	FigLateClaims      = "claim answers held past the lease"
+	FigLateResults     = "outbox results held on their way past the lease"
 	FigCutReceipts     = "receipts those receiving cuts committed"
 	FigCut5xx          = "their requests in flight answered 5xx"
 	FigCutNoAnswer     = "their requests in flight without an answer"
@@ -130,7 +135,7 @@ var Figures = []string{FigInvoices, FigEvents, FigDeliveries, FigBatches, FigAtt
 	FigNetLatencyDB, FigNetLatencySink, FigNetHoldDB, FigNetHoldSink, FigNetResetDB, FigNetResetSink,
 	FigCutsReceiving, FigCutsOther, FigCutReceipts, FigCut5xx, FigCutNoAnswer, FigCut2xx,
 	FigCalls, FigFailures, FigSlow, FigSinkFailures, FigSinkDeliveries, FigSameKey,
-	FigTakeoversInbox, FigTakeoversOutbox, FigZombieAttempts, FigStaleSink, FigStaleMarks}
+	FigLateClaims, FigLateResults, FigTakeoversInbox, FigTakeoversOutbox, FigZombieAttempts, FigStaleSink, FigStaleMarks}
 
 // Run runs one scenario from a fresh database and checks its result.
 func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
@@ -228,9 +233,9 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 			batches++
 		}
 	}
-	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d graceful restarts, %d pauses, %d PostgreSQL stops, %d latency spikes, %d blackholes, %d resets, %d COMMIT cuts\n",
+	fmt.Fprintf(o.Log, "chaos: %s: %d invoices, %d events, %d deliveries over %s, %d senders, %d kills, %d graceful restarts, %d pauses, %d PostgreSQL stops, %d latency spikes, %d blackholes, %d resets, %d COMMIT cuts, %d late claims, %d late results\n",
 		s.Name, len(w.Facts), len(w.Events), len(w.Deliveries), o.Spread, o.Senders, o.Kills, o.Restarts, o.Pauses, o.PGStops,
-		o.NetLatency, o.NetBlackholes, o.NetResets, o.CommitCuts)
+		o.NetLatency, o.NetBlackholes, o.NetResets, o.CommitCuts, o.LateClaims, o.LateResults)
 
 	sender := &Sender{
 		Receivers: func() string { return "http://" + receivers[rand.IntN(len(receivers))] },
@@ -240,13 +245,23 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		Concurrency: o.Senders,
 		Timeout:     10 * time.Second,
 	}
+	// Past every lease: a paused process, a blackhole or a late claim answer leaves
+	// its holder a zombie.
+	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
 	nf := &netFaults{db: links, sink: sinkLink}
+	for _, l := range links {
+		l.LateHold = pauseFor
+	}
 	for n, p := range procs {
 		if p.Receives {
 			nf.receive = append(nf.receive, links[n])
 		}
+		if p.Dispatches {
+			nf.dispatch = append(nf.dispatch, links[n])
+		}
 	}
-	metrics := &http.Client{Timeout: 2 * time.Second}
+	// Longer than serve's 3 s bound on the stats it reads for /metrics.
+	metrics := &http.Client{Timeout: 10 * time.Second}
 	fails := &failures{}
 	var chaos sync.WaitGroup
 	pgStops := 0
@@ -262,8 +277,12 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	holdAt, holdRand := schedule(r, o.NetBlackholes, o.Spread, 0.1, 0.8), rand.New(rand.NewPCG(r.Uint64(), 6))
 	resetAt, resetRand := schedule(r, o.NetResets, o.Spread, 0.05, 0.95), rand.New(rand.NewPCG(r.Uint64(), 7))
 	cutAt, cutRand := schedule(r, o.CommitCuts, o.Spread, 0.1, 0.7), rand.New(rand.NewPCG(r.Uint64(), 8))
-	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
-	chaos.Go(func() { scrapeAll(chaosCtx, procs, metrics) })
+	lateAt, lateRand := schedule(r, o.LateClaims, o.Spread, 0.05, 0.7), rand.New(rand.NewPCG(r.Uint64(), 9))
+	resultAt, resultRand := schedule(r, o.LateResults, o.Spread, 0.05, 0.7), rand.New(rand.NewPCG(r.Uint64(), 10))
+	scrapeCtx, stopScraping := context.WithCancel(ctx)
+	defer stopScraping()
+	var scraping sync.WaitGroup
+	scraping.Go(func() { scrapeAll(scrapeCtx, procs, metrics) })
 	chaos.Go(func() { killServers(chaosCtx, procs, killAt, killRand, fails, metrics) })
 	chaos.Go(func() { restartServers(chaosCtx, procs, termAt, termRand, fails, metrics) })
 	chaos.Go(func() { pauseServers(chaosCtx, procs, pauseAt, pauseFor, pauseRand, fails) })
@@ -272,16 +291,19 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	chaos.Go(func() { nf.blackholes(chaosCtx, holdAt, pauseFor, holdRand) })
 	chaos.Go(func() { nf.resets(chaosCtx, resetAt, resetRand) })
 	chaos.Go(func() { nf.cuts(chaosCtx, cutAt, cutRand) })
+	chaos.Go(func() { nf.lateClaims(chaosCtx, lateAt, lateRand) })
+	chaos.Go(func() { nf.lateResults(chaosCtx, resultAt, resultRand) })
 	sendCtx, cancelSend := context.WithTimeout(ctx, o.Spread+3*time.Minute)
 	acks := sender.Send(sendCtx, w)
 	cancelSend()
-	stopChaos()
 	chaos.Wait()
 	if chaosErr != nil {
 		return nil, chaosErr
 	}
 	fmt.Fprintf(o.Log, "chaos: %s: every delivery answered 2xx or given up after %s; draining\n", s.Name, time.Since(started).Round(time.Second))
 	drainErr := drain(ctx, pool, o.Drain)
+	stopScraping()
+	scraping.Wait()
 	for _, p := range procs {
 		p.Scrape(ctx, metrics)
 		p.Stop(10 * time.Second)
@@ -333,6 +355,10 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	for k, v := range nf.counts {
 		fig[k] = v
 	}
+	for _, l := range links {
+		fig[FigLateClaims] += l.LateClaims()
+		fig[FigLateResults] += l.LateResults()
+	}
 	for _, c := range cuts {
 		if c.Receiving {
 			fig[FigCutsReceiving]++
@@ -369,7 +395,7 @@ func checkFaults(f Findings, o *Options, fig map[string]int, sink bool) {
 		{o.Kills, FigKills}, {o.Restarts, FigTerms}, {o.Pauses, FigPauses}, {o.PGStops, FigPGStops},
 		{rate(o.FailRate), FigFailures}, {rate(o.SinkFailRate), FigSinkFailures},
 		{o.NetLatency, FigNetLatencyDB}, {o.NetBlackholes, FigNetHoldDB}, {o.NetResets, FigNetResetDB},
-		{o.CommitCuts, FigCutsReceiving}, {o.CommitCuts - 1, FigCutsOther},
+		{o.CommitCuts, FigCutsReceiving}, {o.CommitCuts - 1, FigCutsOther}, {o.LateClaims, FigLateClaims}, {o.LateResults, FigLateResults},
 	}
 	if sink {
 		asked = append(asked, []struct {

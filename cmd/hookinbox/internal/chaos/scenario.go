@@ -41,6 +41,9 @@ type ProcGroup struct {
 // Receives reports whether the group's processes serve the endpoints.
 func (g ProcGroup) Receives() bool { return g.Roles == "" || strings.Contains(g.Roles, "receivers") }
 
+// Dispatches reports whether the group's processes run a dispatcher.
+func (g ProcGroup) Dispatches() bool { return g.Roles == "" || strings.Contains(g.Roles, "dispatcher") }
+
 // Scenario is one mode of the harness: a configuration and the processes that run it.
 type Scenario struct {
 	Name      string

@@ -28,11 +28,12 @@ var sizes = map[string]struct {
 	spread                                 time.Duration
 	kills, restarts, pauses, pgStops       int
 	latency, blackholes, resets, commitCut int
+	lateClaims, lateResults                int
 }{
 	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, restarts: 2, pauses: 2, pgStops: 2,
-		latency: 2, blackholes: 2, resets: 4, commitCut: 4},
+		latency: 2, blackholes: 2, resets: 4, commitCut: 4, lateClaims: 4, lateResults: 2},
 	"large": {invoices: 3000, spread: 150 * time.Second, kills: 60, restarts: 10, pauses: 10, pgStops: 8,
-		latency: 10, blackholes: 10, resets: 20, commitCut: 20},
+		latency: 10, blackholes: 10, resets: 20, commitCut: 20, lateClaims: 20, lateResults: 10},
 }
 
 // brokenTags are the build tags of the broken variants that need a binary of their
@@ -53,14 +54,16 @@ func run() int {
 		modes    = flag.String("modes", strings.Join(chaos.ScenarioOrder, ","), "scenarios to run, comma-separated: "+strings.Join(chaos.ScenarioOrder, ", "))
 		invoices = flag.Int("invoices", 0, "facts per mode (overrides --size)")
 		spread   = flag.Duration("spread", 0, "time the deliveries of a mode are spread over (overrides --size)")
-		kills    = flag.Int("kills", 0, "SIGKILLs per mode (overrides --size)")
+		kills    = flag.Int("kills", -1, "SIGKILLs per mode (overrides --size)")
 		restarts = flag.Int("restarts", -1, "graceful restarts (SIGTERM, as a deploy) per mode (overrides --size)")
 		pauses   = flag.Int("pauses", -1, "SIGSTOPs past the leases per mode, then SIGCONT (overrides --size)")
-		pgStops  = flag.Int("pg-stops", 0, "immediate stops of PostgreSQL per mode (overrides --size)")
+		pgStops  = flag.Int("pg-stops", -1, "immediate stops of PostgreSQL per mode (overrides --size)")
 		latency  = flag.Int("latency", -1, "latency spikes per mode, alternately on a server's link to PostgreSQL and on the sink's (overrides --size)")
 		holes    = flag.Int("blackholes", -1, "blackholes past the leases per mode, alternately on a server's link to PostgreSQL and on the sink's (overrides --size)")
 		resets   = flag.Int("resets", -1, "connection resets per mode, alternately on a server's link to PostgreSQL and on the sink's (overrides --size)")
 		cuts     = flag.Int("commit-cuts", -1, "COMMIT answers cut per mode, alternately of a receiving transaction and of any (overrides --size)")
+		late     = flag.Int("late-claims", -1, "claims per mode whose answer is held past the lease, making their holder a zombie (overrides --size)")
+		results  = flag.Int("late-results", -1, "statements per mode that record an outbox delivery's result held on their way past the lease (overrides --size)")
 		senders  = flag.Int("senders", 16, "concurrent senders")
 		failRate = flag.Float64("fail-rate", 0.05, "share of handler calls that fail")
 		slowRate = flag.Float64("slow-rate", 0.01, "share of handler calls that are slow (past the workers' lease when they have several statements)")
@@ -84,7 +87,7 @@ func run() int {
 	}
 	o := &chaos.Options{
 		Invoices: preset.invoices, Spread: preset.spread, Kills: preset.kills, Restarts: preset.restarts, Pauses: preset.pauses, PGStops: preset.pgStops,
-		NetLatency: preset.latency, NetBlackholes: preset.blackholes, NetResets: preset.resets, CommitCuts: preset.commitCut,
+		NetLatency: preset.latency, NetBlackholes: preset.blackholes, NetResets: preset.resets, CommitCuts: preset.commitCut, LateClaims: preset.lateClaims, LateResults: preset.lateResults,
 		Senders: *senders, FailRate: *failRate, SlowRate: *slowRate, SinkFailRate: 0.02, SinkSlowRate: 0.01,
 		SecondObjectShare: *second, Drain: *drain, Timing: chaos.DefaultTiming, Seed: *seed, Log: os.Stdout,
 		SinkAddr: "127.0.0.1:" + strconv.Itoa(*portBase+2),
@@ -95,7 +98,7 @@ func run() int {
 	if *spread > 0 {
 		o.Spread = *spread
 	}
-	if *kills > 0 {
+	if *kills >= 0 {
 		o.Kills = *kills
 	}
 	if *restarts >= 0 {
@@ -104,13 +107,13 @@ func run() int {
 	if *pauses >= 0 {
 		o.Pauses = *pauses
 	}
-	if *pgStops > 0 {
+	if *pgStops >= 0 {
 		o.PGStops = *pgStops
 	}
 	for _, f := range []struct {
 		flag int
 		to   *int
-	}{{*latency, &o.NetLatency}, {*holes, &o.NetBlackholes}, {*resets, &o.NetResets}, {*cuts, &o.CommitCuts}} {
+	}{{*latency, &o.NetLatency}, {*holes, &o.NetBlackholes}, {*resets, &o.NetResets}, {*cuts, &o.CommitCuts}, {*late, &o.LateClaims}, {*results, &o.LateResults}} {
 		if f.flag >= 0 {
 			*f.to = f.flag
 		}
