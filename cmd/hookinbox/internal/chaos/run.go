@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/billing"
@@ -417,14 +418,29 @@ func rate(r float64) int {
 	return 0
 }
 
+// Audit installs faults.sql's triggers in a database that `hookinbox migrate` made
+// (with billing's tables), with every fault rate at 0: they inject nothing, and
+// count. The outage and failover tests read chaos_applied (every committed
+// application of a billing handler, by the status it writes) and chaos_processed
+// (every commit that marks a receipt processed), where a double shows although the
+// primary keys and the ledger's unique key hide it from the tables themselves.
+func Audit(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) error {
+	if _, err := db.Exec(ctx, faultsSQL); err != nil {
+		return fmt.Errorf("error installing the audit triggers: %w", err)
+	}
+	return nil
+}
+
 // install brings billing's tables (a forward-only configuration does not migrate
 // them) and the harness's triggers, and sets the fault rates.
 func install(ctx context.Context, pool *pgxpool.Pool, o *Options) error {
 	if err := billing.Migrate(ctx, pool); err != nil {
 		return fmt.Errorf("error migrating billing: %w", err)
 	}
-	if _, err := pool.Exec(ctx, faultsSQL); err != nil {
-		return fmt.Errorf("error installing the faults: %w", err)
+	if err := Audit(ctx, pool); err != nil {
+		return err
 	}
 	slow := parseDuration(o.Timing.StatementTimeout).Seconds() * 0.9
 	if _, err := pool.Exec(ctx, `UPDATE chaos_knobs SET fail_rate = $1, slow_rate = $2, slow_seconds = $3`,
