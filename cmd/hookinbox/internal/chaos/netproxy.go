@@ -70,6 +70,9 @@ type Cut struct {
 const (
 	up   = 0
 	down = 1
+
+	// resetWait bounds a reset's wait for a connection to reset.
+	resetWait = 10 * time.Second
 )
 
 // Start listens on a free port of 127.0.0.1.
@@ -181,14 +184,22 @@ func (p *Proxy) gate(dir int) chan struct{} {
 }
 
 // Reset resets up to n connections drawn at random (RST to both ends) and returns
-// how many it reset.
+// how many it reset. When the link has none (its process is being restarted, or
+// PostgreSQL is), it waits for one, up to resetWait.
 func (p *Proxy) Reset(n int, r *rand.Rand) int {
-	p.mu.Lock()
-	conns := make([]*proxyConn, 0, len(p.conns))
-	for c := range p.conns {
-		conns = append(conns, c)
+	var conns []*proxyConn
+	for deadline := time.Now().Add(resetWait); ; time.Sleep(20 * time.Millisecond) {
+		p.mu.Lock()
+		for c := range p.conns {
+			if !c.closed.Load() {
+				conns = append(conns, c)
+			}
+		}
+		p.mu.Unlock()
+		if len(conns) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	p.mu.Unlock()
 	r.Shuffle(len(conns), func(i, j int) { conns[i], conns[j] = conns[j], conns[i] })
 	done := 0
 	for _, c := range conns[:min(n, len(conns))] {

@@ -30,8 +30,8 @@ var sizes = map[string]struct {
 	latency, blackholes, resets, commitCut int
 	lateClaims, lateResults                int
 }{
-	"default": {invoices: 200, spread: 18 * time.Second, kills: 12, restarts: 2, pauses: 2, pgStops: 2,
-		latency: 2, blackholes: 2, resets: 4, commitCut: 4, lateClaims: 4, lateResults: 2},
+	"default": {invoices: 400, spread: 36 * time.Second, kills: 24, restarts: 4, pauses: 4, pgStops: 4,
+		latency: 4, blackholes: 4, resets: 8, commitCut: 8, lateClaims: 8, lateResults: 4},
 	"large": {invoices: 3000, spread: 150 * time.Second, kills: 60, restarts: 10, pauses: 10, pgStops: 8,
 		latency: 10, blackholes: 10, resets: 20, commitCut: 20, lateClaims: 20, lateResults: 10},
 }
