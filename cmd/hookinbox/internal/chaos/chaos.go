@@ -110,13 +110,17 @@ func schedule(r *rand.Rand, n int, spread time.Duration, from, to float64) []tim
 	return at
 }
 
-// sleepUntil waits until start+at; false when ctx ended first.
-func sleepUntil(ctx context.Context, start time.Time, at time.Duration) bool {
-	select {
-	case <-time.After(time.Until(start.Add(at))):
-		return true
-	case <-ctx.Done():
-		return false
+// atEach calls f with each moment's index at that moment after it was called, one
+// after the other (a moment that comes while f still runs is late), until ctx ends.
+func atEach(ctx context.Context, at []time.Duration, f func(i int)) {
+	start := time.Now()
+	for i, t := range at {
+		select {
+		case <-time.After(time.Until(start.Add(t))):
+			f(i)
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -148,41 +152,29 @@ func (f *failures) list() []string {
 // COMMIT whose answer was on the way — stops there. Its counters are read just
 // before.
 func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand, fails *failures, metrics *http.Client) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
+	atEach(ctx, at, func(int) {
 		p := procs[r.IntN(len(procs))]
 		p.Scrape(ctx, metrics)
 		fails.add(p, p.KillAndRestart(time.Duration(r.Int64N(int64(500*time.Millisecond)))))
-	}
+	})
 }
 
 // restartServers restarts a random process gracefully (SIGTERM, then start) at each
 // moment, as a deploy does.
 func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand, fails *failures, metrics *http.Client) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
+	atEach(ctx, at, func(int) {
 		p := procs[r.IntN(len(procs))]
 		p.Scrape(ctx, metrics)
 		fails.add(p, p.TerminateAndRestart(15*time.Second))
-	}
+	})
 }
 
 // pauseServers SIGSTOPs a random process at each moment for d, past every lease.
 func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand, fails *failures) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
+	atEach(ctx, at, func(int) {
 		p := procs[r.IntN(len(procs))]
 		fails.add(p, p.Pause(d))
-	}
+	})
 }
 
 // stopPostgres stops PostgreSQL in immediate mode at each moment — every connection
@@ -193,29 +185,27 @@ func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time
 // they jump by up to 32. They are read before the stop and set back after the start
 // (the faults injected in between, a few milliseconds, go uncounted).
 func stopPostgres(ctx context.Context, pg *Postgres, pool *pgxpool.Pool, at []time.Duration, r *rand.Rand) (int, error) {
-	start := time.Now()
 	stops := 0
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return stops, nil
-		}
-		counters, err := readCounters(ctx, pool)
+	var err error
+	atEach(ctx, at, func(int) {
 		if err != nil {
-			return stops, err
+			return
 		}
-		if err := pg.StopImmediate(ctx); err != nil {
-			return stops, err
+		var counters []int64
+		if counters, err = readCounters(ctx, pool); err != nil {
+			return
+		}
+		if err = pg.StopImmediate(ctx); err != nil {
+			return
 		}
 		stops++
 		time.Sleep(500*time.Millisecond + time.Duration(r.Int64N(int64(1500*time.Millisecond))))
-		if err := pg.Start(context.WithoutCancel(ctx)); err != nil {
-			return stops, err
+		if err = pg.Start(context.WithoutCancel(ctx)); err != nil {
+			return
 		}
-		if err := resetCounters(context.WithoutCancel(ctx), pool, counters); err != nil {
-			return stops, err
-		}
-	}
-	return stops, nil
+		err = resetCounters(context.WithoutCancel(ctx), pool, counters)
+	})
+	return stops, err
 }
 
 // counters are the sequences that count what faults.sql injected.

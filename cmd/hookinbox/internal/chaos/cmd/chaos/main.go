@@ -1,7 +1,7 @@
 // Command chaos runs hookinbox's chaos harness (package internal/chaos) and exits 1
 // when a check fails. scripts/chaos.sh builds the binary and runs it.
 //
-//	go run ./internal/chaos/cmd/chaos --hookinbox /tmp/hookinbox [--size large] [--modes sync,multi]
+//	go run ./cmd/hookinbox/internal/chaos/cmd/chaos --hookinbox /tmp/hookinbox [--size large] [--modes sync,multi]
 package main
 
 import (
