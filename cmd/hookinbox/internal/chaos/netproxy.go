@@ -123,7 +123,7 @@ func (p *Proxy) serve(client net.Conn) {
 		_ = client.Close()
 		return
 	}
-	c := &proxyConn{p: p, client: client, server: server, start: time.Now()}
+	c := &proxyConn{p: p, client: client, server: server, done: make(chan struct{})}
 	if p.PG {
 		c.pg = &pgConn{idle: true}
 	}
@@ -262,9 +262,9 @@ func take(arm *atomic.Int32) bool {
 type proxyConn struct {
 	p              *Proxy
 	client, server net.Conn
-	start          time.Time
 	pg             *pgConn // nil on a link that is not PostgreSQL's
 	closed         atomic.Bool
+	done           chan struct{} // closed with the connection
 }
 
 // close closes both ends, with an RST when reset; false if it was closed already.
@@ -272,6 +272,7 @@ func (c *proxyConn) close(reset bool) bool {
 	if c.closed.Swap(true) {
 		return false
 	}
+	close(c.done)
 	for _, conn := range []net.Conn{c.client, c.server} {
 		if tc, ok := conn.(*net.TCPConn); ok && reset {
 			_ = tc.SetLinger(0)
@@ -297,7 +298,11 @@ func (c *proxyConn) pump(dir int, src, dst net.Conn) {
 				c.close(true)
 				return
 			case delay:
-				time.Sleep(c.p.LateHold)
+				select {
+				case <-time.After(c.p.LateHold):
+				case <-c.done:
+					return
+				}
 			}
 			if len(out) > 0 {
 				<-c.p.gate(dir)

@@ -147,20 +147,10 @@ func TestProxy_HoldsAnswersThenLetsThemThroughAndResets(t *testing.T) {
 		done <- err
 	}()
 	// Wait on the state asserted: the row is there while the client still waits.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, "the held statement to run on the server", func() bool {
 		var n int
-		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM other WHERE id = 'held'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the held statement never ran on the server")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return db.Pool.QueryRow(ctx, `SELECT count(*) FROM other WHERE id = 'held'`).Scan(&n) == nil && n == 1
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("the client heard the answer during the hold: %v", err)
@@ -175,5 +165,70 @@ func TestProxy_HoldsAnswersThenLetsThemThroughAndResets(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx, `SELECT 1`); err == nil {
 		t.Fatal("the reset connection still works")
+	}
+}
+
+// A late claim: the answer of a claim that took work (SKIP LOCKED, rows returned) is
+// held while the claim is already done on the server; a claim that took nothing is
+// answered at once and leaves the arm for the next. A late result: the statement that
+// records a delivery's result is held on its way, so the server does not have it while
+// it is held. The hold is made longer than the test; closing the proxy ends it.
+func TestProxy_HoldsALateClaimsAnswerAndALateResultOnItsWay(t *testing.T) {
+	t.Parallel()
+	p, db, connect := proxied(t)
+	p.LateHold = time.Hour
+	ctx := t.Context()
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE work (id int PRIMARY KEY, claimed bool NOT NULL DEFAULT false);
+		INSERT INTO work VALUES (1); CREATE TABLE hookinbox_delivery (outbox_id bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	const claim = `UPDATE work SET claimed = true WHERE id IN (SELECT id FROM work WHERE id = $1 FOR UPDATE SKIP LOCKED) RETURNING id`
+	c := connect(t)
+	p.ArmLateClaim()
+	if err := c.QueryRow(ctx, claim, 2).Scan(new(int)); !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatalf("a claim that took nothing: %v, want no rows at once", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.QueryRow(ctx, claim, 1).Scan(new(int)) }()
+	waitFor(t, "the held claim to be done on the server", func() bool {
+		var claimed bool
+		return db.Pool.QueryRow(ctx, `SELECT claimed FROM work WHERE id = 1`).Scan(&claimed) == nil && claimed
+	})
+	waitFor(t, "the held claim to be counted", func() bool { return p.LateClaims() == 1 })
+	select {
+	case err := <-done:
+		t.Fatalf("the client heard of its claim while it was held: %v", err)
+	default:
+	}
+
+	r := connect(t)
+	p.ArmLateResult()
+	result := make(chan error, 1)
+	go func() {
+		_, err := r.Exec(ctx, `INSERT INTO hookinbox_delivery VALUES ($1)`, 7)
+		result <- err
+	}()
+	waitFor(t, "the result to be held", func() bool { return p.LateResults() == 1 })
+	p.Close()
+	if err := <-result; err == nil {
+		t.Fatal("the held result was answered")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the held claim was answered")
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_delivery`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the held result reached the server: %d rows, %v", n, err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 30 s: a bound for a hang,
+// not a speed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

@@ -161,7 +161,7 @@ func (g *pgConn) clientMessage(c *proxyConn, msg []byte) bool {
 // delayed as a late result.
 func (g *pgConn) classify(c *proxyConn, query string) bool {
 	q := strings.ToLower(query)
-	late := strings.Contains(q, "hookinbox_delivery") && take(&c.p.armLateResult)
+	late := strings.Contains(q, "insert into hookinbox_delivery") && take(&c.p.armLateResult)
 	if late {
 		c.p.lateResults.Add(1)
 	}
@@ -180,10 +180,11 @@ func (g *pgConn) classify(c *proxyConn, query string) bool {
 func (g *pgConn) observeDown(c *proxyConn, chunk []byte) ([]byte, int) {
 	g.downBuf = append(g.downBuf, chunk...)
 	var out []byte
+	action := forward
 	for {
 		msg, ok := frame(g.downBuf)
 		if !ok {
-			return out, forward
+			return out, action
 		}
 		g.downBuf = g.downBuf[len(msg):]
 		typ, body := msg[0], msg[5:]
@@ -201,7 +202,7 @@ func (g *pgConn) observeDown(c *proxyConn, chunk []byte) ([]byte, int) {
 				g.idle = len(body) > 0 && body[0] == 'I'
 				if g.lateRows && take(&c.p.armLate) {
 					c.p.lateClaims.Add(1)
-					return out, delay // the client sends nothing before this answer
+					action = delay // the client sends nothing before this answer
 				}
 			}
 			continue
