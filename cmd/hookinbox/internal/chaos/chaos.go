@@ -49,7 +49,7 @@ func startProcs(s *Scenario, o *Options, dir string, cfg func(dbURL string) stri
 				name = fmt.Sprintf("%s-%d", g.Roles, n+1)
 				args = append(args, "--role", g.Roles)
 			}
-			link := &Proxy{Name: "db:" + name, Target: o.Postgres.Addr(), PG: true}
+			link := &Proxy{Name: "db:" + name, Target: o.Postgres.Addr(), PG: true, LateHold: o.Timing.pastLeases()}
 			if err := link.Start(); err != nil {
 				return nil, links, nil, err
 			}

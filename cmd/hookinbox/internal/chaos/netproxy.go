@@ -13,9 +13,10 @@ import (
 // PostgreSQL, and between the dispatchers and the recording sink, to inject network
 // faults: latency, blackholes (the bytes of one or both directions held, then let
 // through in order, as when a partition heals and TCP retransmits), resets (RST to
-// both ends, at whatever point the connection is), and, on a PostgreSQL link, the cut
-// of a transaction's COMMIT answer: the server has committed, the client never hears
-// it.
+// both ends, at whatever point the connection is), and, on a PostgreSQL link
+// (pgwire.go), the cut of a transaction's COMMIT answer (the server has committed,
+// the client never hears it), a claim's answer held past the lease, and a
+// statement recording a delivery's result held on its way.
 //
 // It is written for the harness rather than taken from Shopify's toxiproxy: the
 // COMMIT cut needs the PostgreSQL protocol (which message ends a transaction, and
@@ -27,8 +28,8 @@ type Proxy struct {
 	Name string
 	// Target is the address connections are forwarded to.
 	Target string
-	// PG makes the proxy follow the PostgreSQL protocol, for COMMIT cuts and late
-	// claim answers.
+	// PG makes the proxy follow the PostgreSQL protocol, for COMMIT cuts, late claim
+	// answers and late results.
 	PG bool
 	// LateHold is how long the answer of an armed late claim, or an armed late
 	// result on its way, is held.
@@ -42,9 +43,9 @@ type Proxy struct {
 	gates [2]chan struct{}
 
 	latency atomic.Int64 // added before each forwarded chunk, in nanoseconds
-	// armReceiving and armAny are COMMIT cuts asked for and not yet made: of a
-	// transaction that wrote a receipt, and of any transaction that wrote; armLate
-	// late claim answers.
+	// The faults asked for and not yet made: COMMIT cuts of a transaction that
+	// wrote a receipt (armReceiving) and of any that wrote (armAny), late claim
+	// answers (armLate) and late results (armLateResult).
 	armReceiving, armAny, armLate, armLateResult atomic.Int32
 	lateClaims, lateResults                      atomic.Int64
 

@@ -246,13 +246,8 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 		Concurrency: o.Senders,
 		Timeout:     10 * time.Second,
 	}
-	// Past every lease: a paused process, a blackhole or a late claim answer leaves
-	// its holder a zombie.
-	pauseFor := max(parseDuration(o.Timing.WorkerLease), parseDuration(o.Timing.OutboxLease)) + time.Second
+	pauseFor := o.Timing.pastLeases()
 	nf := &netFaults{db: links, sink: sinkLink}
-	for _, l := range links {
-		l.LateHold = pauseFor
-	}
 	for n, p := range procs {
 		if p.Receives {
 			nf.receive = append(nf.receive, links[n])

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Endpoint is one endpoint of a scenario's configuration.
@@ -93,6 +94,12 @@ type Timing struct {
 	// OutboxLease and DeliveryTimeout are outbox.lease and outbox.delivery_timeout; a
 	// slow sink answers after the delivery timeout.
 	OutboxLease, DeliveryTimeout string
+}
+
+// pastLeases is how long a pause, a blackhole or a late claim lasts: past every
+// lease, so that its holder wakes up a zombie.
+func (t Timing) pastLeases() time.Duration {
+	return max(parseDuration(t.WorkerLease), parseDuration(t.OutboxLease)) + time.Second
 }
 
 // DefaultTiming keeps leases short, so that a killed process's claims come back
