@@ -94,8 +94,6 @@ type Observed struct {
 	Canaries []string
 	// SinkHighest is, per outbox id, the highest fencing token the sink saw.
 	SinkHighest map[int64]int64
-	// Cuts are the COMMIT answers the proxies cut.
-	Cuts []Cut
 }
 
 // CutFigures are what the COMMIT cuts of receiving transactions held and what the

@@ -61,7 +61,8 @@ type Event struct {
 	// VALUES): the audit trigger counts applications by it.
 	Applies string
 	Body    []byte
-	// Copies is how many times the event is delivered (1 to 3).
+	// Copies is how many times the event is delivered (1 to 3): a SendGrid event, as
+	// often as its batch.
 	Copies int
 }
 
@@ -181,8 +182,12 @@ func NewWorkload(c WorkloadConfig) *Workload {
 				items[k] = ev.Body
 			}
 			body := append(append([]byte("["), bytes.Join(items, []byte(","))...), ']')
-			for k := range 1 + r.IntN(3) {
+			copies := 1 + r.IntN(3)
+			for k := range copies {
 				w.Deliveries = append(w.Deliveries, &Delivery{Events: batch, Copy: k, At: at(), Body: body})
+			}
+			for _, ev := range batch {
+				ev.Copies = copies
 			}
 		}
 	}
@@ -224,7 +229,7 @@ func (f *Fact) addEvent(typ string, r *rand.Rand) {
 var sendgridTypes = []string{"processed", "delivered", "open", "click"}
 
 func (f *Fact) addSendGridEvent(typ string, r *rand.Rand) {
-	ev := &Event{ID: fmt.Sprintf("sg_%s_%d", f.Invoice[4:], len(f.Events)), Type: typ, Fact: f, Copies: 1}
+	ev := &Event{ID: fmt.Sprintf("sg_%s_%d", f.Invoice[4:], len(f.Events)), Type: typ, Fact: f}
 	ev.Body = fmt.Appendf(nil, `{"email":"chaos@example.com","timestamp":%d,"event":%q,"sg_event_id":%q,"sg_message_id":%q,"category":%q}`,
 		time.Now().Unix(), typ, ev.ID, f.Invoice, PayloadMarker)
 	f.Events = append(f.Events, ev)
