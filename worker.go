@@ -236,6 +236,9 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*hookinboxtype
 	if err != nil {
 		return nil, err
 	}
+	if skipRecheck {
+		locked = batch // the broken build (recheck_broken.go)
+	}
 	done := make(map[hookinboxtype.Key]bool, len(locked))
 	lockedKeys := make([]hookinboxtype.Key, 0, len(locked))
 	// Receipts of a set-based handler (HandleBatch) are applied by one call per
@@ -307,7 +310,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *hookinboxtype.Rece
 	start := time.Now()
 	by := &driver.AttemptBy{Worker: worker, StartedAt: start}
 	pctx, span := i.startAttempt(pctx, r)
-	err := i.process(pctx, r.Key, by)
+	err := i.process(pctx, r, by)
 	endAttempt(span, err)
 	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
 	defer func() {
@@ -354,7 +357,7 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *hookinboxtype.Rece
 // process applies the handler of a claimed receipt in one transaction. The row lock
 // and the re-check of processed_at make the business update commit at most once even
 // when a lease ran out and two workers hold the same receipt.
-func (i *Inbox[TTx]) process(ctx context.Context, key hookinboxtype.Key, by *driver.AttemptBy) error {
+func (i *Inbox[TTx]) process(ctx context.Context, claimed *hookinboxtype.Receipt, by *driver.AttemptBy) error {
 	tx, err := i.driver.Begin(ctx)
 	if err != nil {
 		return err
@@ -364,9 +367,13 @@ func (i *Inbox[TTx]) process(ctx context.Context, key hookinboxtype.Key, by *dri
 	if err := tx.SetStatementTimeout(ctx, i.worker.StatementTimeout); err != nil {
 		return err
 	}
+	key := claimed.Key
 	locked, err := tx.InboxLockUnprocessed(ctx, []hookinboxtype.Key{key})
 	if err != nil {
 		return err
+	}
+	if skipRecheck {
+		locked = []*hookinboxtype.Receipt{claimed} // the broken build (recheck_broken.go)
 	}
 	if len(locked) == 0 {
 		return errAlreadyProcessed

@@ -3,7 +3,11 @@
 # shared one), and runs TestOutage_DatabaseStoppedUnderLoad (cmd/hookinbox), which
 # serves the built binary on it, sends from eight concurrent senders, stops the
 # server with pg_ctl -m immediate for OUTAGE_SECONDS while they keep sending, starts
-# it again and checks that every event was processed exactly once.
+# it again and checks that every event was processed exactly once (audit triggers
+# count every committed application). Then TestHostile_EveryKindWhileTheDatabaseRestarts
+# (cmd/hookinbox/internal/server) sends every hostile-client kind while the same
+# server is stopped and started again, over and over: answers stay what they are, or
+# 503, and nothing is written.
 #
 #   ./scripts/outage.sh            # 10 s outage (CI)
 #   ./scripts/outage.sh --long     # 30 s outage (or OUTAGE_SECONDS=N)
@@ -56,3 +60,5 @@ export HOOKINBOX_OUTAGE_STOP="$pgctl -m immediate -w stop"
 export HOOKINBOX_OUTAGE_START="$pgctl -w start"
 export HOOKINBOX_OUTAGE_SECONDS=$seconds
 go test -race -count=1 -run '^TestOutage_' -v ./cmd/hookinbox
+TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" \
+  go test -race -count=1 -run '^TestHostile_EveryKindWhileTheDatabaseRestarts$' -v ./cmd/hookinbox/internal/server

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,22 +21,32 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/chaos"
 	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testwait"
 )
 
-// The failover test runs the binary against a primary with a streaming standby, kills
-// the primary under load, promotes the standby, and checks what the providers were
-// told. scripts/failover.sh builds the servers and runs it (go test -tags failover);
-// it needs:
+// The failover test runs the binary against a primary with a streaming standby, holds
+// the standby's WAL receiver back under load, kills the primary, promotes the
+// standby, and checks what the providers were told. scripts/failover.sh builds the
+// servers and runs it (go test -tags failover); it needs:
 //
 //	HOOKINBOX_FAILOVER_URL          the multi-host URL serve uses (host=primary,standby,
 //	                                target_session_attrs=read-write)
+//	HOOKINBOX_FAILOVER_PRIMARY_URL  the primary alone, for its pg_stat_replication
 //	HOOKINBOX_FAILOVER_STANDBY_URL  the standby alone: the new primary after promotion
+//	HOOKINBOX_FAILOVER_HOLD         a shell command that stops the standby's WAL
+//	                                receiver (SIGSTOP): nothing more reaches the standby
+//	HOOKINBOX_FAILOVER_DROP         a shell command that kills it (SIGKILL), so that
+//	                                what the kernel still buffered for it is gone too
 //	HOOKINBOX_FAILOVER_STOP         a shell command that stops the primary in immediate mode
 //	HOOKINBOX_FAILOVER_PROMOTE      a shell command that promotes the standby
-//	HOOKINBOX_FAILOVER_SYNC         1 when the standby is synchronous: then no event
-//	                                answered 2xx may be missing on the new primary
+//	HOOKINBOX_FAILOVER_SYNC         1 when the standby must be synchronous (checked in
+//	                                pg_stat_replication before the stop): then no event
+//	                                answered 2xx may be missing on the new primary; 0
+//	                                when it must be asynchronous, the broken variant,
+//	                                where the primary acknowledges while the standby is
+//	                                held back and the lost are counted
 //	HOOKINBOX_FAILOVER_REPORT       optional: where to write the figures as JSON
 //	HOOKINBOX_FAILOVER_SENDERS      optional: concurrent senders (default 6)
 
@@ -59,10 +70,13 @@ type failoverRequest struct {
 // failoverReport is what the run measured.
 type failoverReport struct {
 	Sync                    bool    `json:"sync"`
+	SyncState               string  `json:"sync_state_before_stop"`
 	Requests                int     `json:"requests"`
 	Acked                   int     `json:"acked_2xx"`
 	AckedLost               int     `json:"acked_lost"`
+	AppliedTwice            int     `json:"applied_twice"`
 	AckedBeforeStop         int     `json:"acked_before_stop"`
+	AckedWhileHeld          int     `json:"acked_while_standby_held"`
 	Refused5xx              int     `json:"answered_5xx"`
 	NoAnswer                int     `json:"no_answer"`
 	AckedWithoutPrimary     int     `json:"acked_without_primary"`
@@ -75,9 +89,10 @@ type failoverReport struct {
 }
 
 func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
-	multiURL, standbyURL := os.Getenv("HOOKINBOX_FAILOVER_URL"), os.Getenv("HOOKINBOX_FAILOVER_STANDBY_URL")
+	multiURL, primaryURL, standbyURL := os.Getenv("HOOKINBOX_FAILOVER_URL"), os.Getenv("HOOKINBOX_FAILOVER_PRIMARY_URL"), os.Getenv("HOOKINBOX_FAILOVER_STANDBY_URL")
 	stopCmd, promoteCmd := os.Getenv("HOOKINBOX_FAILOVER_STOP"), os.Getenv("HOOKINBOX_FAILOVER_PROMOTE")
-	if multiURL == "" || standbyURL == "" || stopCmd == "" || promoteCmd == "" {
+	holdCmd, dropCmd := os.Getenv("HOOKINBOX_FAILOVER_HOLD"), os.Getenv("HOOKINBOX_FAILOVER_DROP")
+	if multiURL == "" || primaryURL == "" || standbyURL == "" || stopCmd == "" || promoteCmd == "" || holdCmd == "" || dropCmd == "" {
 		t.Skip("run by scripts/failover.sh, which builds a primary and a standby")
 	}
 	rep := failoverReport{Sync: os.Getenv("HOOKINBOX_FAILOVER_SYNC") == "1"}
@@ -87,6 +102,16 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRun(t, env, "migrate", "--config", cfgPath)
+	// The audit triggers count every committed application and every commit that
+	// marks a receipt processed; they replicate with what they count.
+	primary, err := pgx.Connect(context.Background(), primaryURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close(context.Background())
+	if err := chaos.Audit(context.Background(), primary); err != nil {
+		t.Fatal(err)
+	}
 	receivers := startServe(t, env, "--config", cfgPath, "--role", "receivers")
 	workers := startServe(t, env, "--config", cfgPath, "--role", "workers")
 	for _, p := range []*serveProc{receivers, workers} {
@@ -164,8 +189,27 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		}
 		return time.Now()
 	}
+	// The replication the run claims, seen from the primary before the fault.
+	if err := primary.QueryRow(context.Background(), `SELECT coalesce(string_agg(sync_state, ','), 'none') FROM pg_stat_replication`).Scan(&rep.SyncState); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]string{true: "sync", false: "async"}[rep.Sync]; rep.SyncState != want {
+		t.Fatalf("pg_stat_replication.sync_state = %q before the stop, want %q", rep.SyncState, want)
+	}
+	// The standby's WAL receiver held back while the load goes on: a synchronous
+	// primary cannot acknowledge a commit now, an asynchronous one goes on. The hold
+	// lasts until 100 more events were answered 2xx, or 3 s (a synchronous primary
+	// answers none).
+	run("holding the standby's WAL receiver", holdCmd)
+	heldAt := acked.Load()
+	holdDeadline := time.Now().Add(3 * time.Second)
+	for acked.Load() < heldAt+100 && time.Now().Before(holdDeadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	rep.AckedBeforeStop = int(acked.Load())
+	rep.AckedWhileHeld = int(acked.Load() - heldAt)
 	stopped := run("stopping the primary", stopCmd)
+	run("killing the standby's WAL receiver", dropCmd)
 	testwait.Until(t, 30*time.Second, "/readyz to answer 503 without a primary", func() bool { code, _ := get(receivers.url("/readyz")); return code == 503 })
 	rep.NotReadyAfterStopMS = ms(time.Since(stopped))
 	// The outage an operator (or Patroni) takes to decide on the promotion: long enough
@@ -197,15 +241,33 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 		return left == 0
 	})
 	rep.PromoteToAsyncDrainedMS = ms(time.Since(promoted))
-	stored := map[string]int{}
-	rows, err := conn.Query(context.Background(), `SELECT endpoint || '/' || event_id, count(*) FROM hookinbox_inbox GROUP BY 1`)
-	if err != nil {
-		t.Fatal(err)
+	countBy := func(query string) map[string]int {
+		m := map[string]int{}
+		rows, err := conn.Query(context.Background(), query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var key string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { m[key] = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
-	var key string
-	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { stored[key] = n; return nil }); err != nil {
-		t.Fatal(err)
+	stored := countBy(`SELECT endpoint || '/' || event_id, count(*) FROM hookinbox_inbox WHERE state = 'processed' GROUP BY 1`)
+	marked := countBy(`SELECT endpoint || '/' || event_id, count(*) FROM chaos_processed GROUP BY 1`)
+	applied := countBy(`SELECT invoice_id, count(*) FROM chaos_applied WHERE status = 'paid' GROUP BY 1`)
+	for invoice, n := range applied {
+		if n > 1 {
+			rep.AppliedTwice++
+			t.Errorf("%s applied by %d commits", invoice, n)
+		}
+	}
+	for key, n := range marked {
+		if n > 1 {
+			rep.AppliedTwice++
+			t.Errorf("%s marked processed by %d commits", key, n)
+		}
 	}
 
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].start.Before(reqs[j].start) })
@@ -223,11 +285,10 @@ func TestFailover_PromotedStandbyHasEveryAcknowledgedEvent(t *testing.T) {
 			continue
 		}
 		rep.Acked++
-		if c := stored[r.endpoint+"/"+r.id]; c != 1 {
-			if c > 1 {
-				t.Errorf("%s/%s stored %d times", r.endpoint, r.id, c)
-			}
-			lost = append(lost, r.endpoint+"/"+r.id)
+		key := r.endpoint + "/" + r.id
+		// Missing anywhere: the receipt, its processing, or the application it made.
+		if stored[key] == 0 || marked[key] == 0 || applied["in_"+strings.TrimPrefix(r.id, "evt_")] == 0 {
+			lost = append(lost, key)
 		}
 		// Sent after the primary was gone and answered before the standby was
 		// promoted: nothing could have committed it.

@@ -37,7 +37,7 @@ func (e *executor) OutboxClaim(ctx context.Context, p *driver.OutboxClaimParams)
 }
 
 func (e *executor) OutboxMarkPublished(ctx context.Context, id, token int64) (bool, error) {
-	tag, err := e.db.Exec(ctx, sqlOutboxMarkPublished, id, token)
+	tag, err := e.db.Exec(ctx, markPublishedSQL, id, token)
 	if err != nil {
 		return false, translate(fmt.Errorf("error marking outbox message published: %w", err))
 	}
@@ -50,7 +50,7 @@ func (e *executor) OutboxMarkPublishedMany(ctx context.Context, marks []driver.O
 	for k, m := range marks {
 		ids[k], tokens[k] = m.ID, m.Token
 	}
-	rows, err := e.db.Query(ctx, sqlOutboxMarkPublishedMany, ids, tokens)
+	rows, err := e.db.Query(ctx, markPublishedManySQL, ids, tokens)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error marking outbox messages published: %w", err))
 	}

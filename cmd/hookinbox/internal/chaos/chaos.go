@@ -11,43 +11,60 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// startProcs starts the scenario's serve processes, each on its own port, and returns
-// them with the addresses of those that receive.
-func startProcs(s *Scenario, o *Options, dir, cfgPath string, env []string) ([]*Proc, []string, error) {
-	var procs []*Proc
-	var receivers []string
+// startProcs starts the scenario's serve processes, each on its own port and with its
+// own link to PostgreSQL (a Proxy, so that a network fault can cut one process off
+// while the others go on), and returns them, their links, and the addresses of those
+// that receive.
+func startProcs(s *Scenario, o *Options, dir string, cfg func(dbURL string) string, env []string, dbName string) (procs []*Proc, links []*Proxy, receivers []string, err error) {
+	defer func() {
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+		}
+	}()
 	port := 0
 	for _, g := range s.Procs {
 		for n := range g.Count {
 			if port >= len(o.ServerPorts) {
-				return nil, nil, fmt.Errorf("scenario %s needs more than %d server ports", s.Name, len(o.ServerPorts))
+				return nil, links, nil, fmt.Errorf("scenario %s needs more than %d server ports", s.Name, len(o.ServerPorts))
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(o.ServerPorts[port])
 			port++
 			// A server left over from an earlier run would answer in its place.
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return nil, nil, fmt.Errorf("port of %s: %w", s.Name, err)
+				return nil, links, nil, fmt.Errorf("port of %s: %w", s.Name, err)
 			}
 			ln.Close()
 			name := "serve"
-			args := []string{"serve", "--config", cfgPath, "--listen", addr, "--log-level", "warn"}
+			args := []string{"--listen", addr, "--log-level", "warn"}
 			if g.Roles != "" {
 				name = fmt.Sprintf("%s-%d", g.Roles, n+1)
 				args = append(args, "--role", g.Roles)
 			}
+			link := &Proxy{Name: "db:" + name, Target: o.Postgres.Addr(), PG: true, LateHold: o.Timing.pastLeases()}
+			if err := link.Start(); err != nil {
+				return nil, links, nil, err
+			}
+			links = append(links, link)
+			cfgPath := filepath.Join(dir, name+".yaml")
+			if err := os.WriteFile(cfgPath, []byte(cfg(o.Postgres.URLVia(link.Addr(), dbName))), 0o644); err != nil {
+				return nil, links, nil, err
+			}
 			log, err := os.Create(filepath.Join(dir, name+".log"))
 			if err != nil {
-				return nil, nil, err
+				return nil, links, nil, err
 			}
-			p := &Proc{Name: name, Bin: o.Bin, Args: args, Env: env, Addr: addr, Log: log}
+			p := &Proc{Name: name, Bin: o.Bin, Args: append([]string{"serve", "--config", cfgPath}, args...), Env: env, Addr: addr, Log: log, Receives: g.Receives(), Dispatches: g.Dispatches()}
 			if err := p.Start(); err != nil {
-				return nil, nil, err
+				return nil, links, nil, err
 			}
 			procs = append(procs, p)
 			if g.Receives() {
@@ -55,7 +72,7 @@ func startProcs(s *Scenario, o *Options, dir, cfgPath string, env []string) ([]*
 			}
 		}
 	}
-	return procs, receivers, nil
+	return procs, links, receivers, nil
 }
 
 // waitReady waits until every process answers /readyz with 200.
@@ -93,56 +110,71 @@ func schedule(r *rand.Rand, n int, spread time.Duration, from, to float64) []tim
 	return at
 }
 
-// sleepUntil waits until start+at; false when ctx ended first.
-func sleepUntil(ctx context.Context, start time.Time, at time.Duration) bool {
-	select {
-	case <-time.After(time.Until(start.Add(at))):
-		return true
-	case <-ctx.Done():
-		return false
+// atEach calls f with each moment's index at that moment after it was called, one
+// after the other (a moment that comes while f still runs is late), until ctx ends.
+func atEach(ctx context.Context, at []time.Duration, f func(i int)) {
+	start := time.Now()
+	for i, t := range at {
+		select {
+		case <-time.After(time.Until(start.Add(t))):
+			f(i)
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// failures collects the harness's own failures: a kill, restart or pause that did not
+// happen as asked fails the run.
+type failures struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (f *failures) add(p *Proc, err error) {
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(p.Log, "chaos: %v\n", err)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs = append(f.errs, err.Error())
+}
+
+func (f *failures) list() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.errs...)
 }
 
 // killServers SIGKILLs a random process at each moment and restarts it after up to
 // half a second: whatever it was doing — a group commit, a claim, a delivery, a
-// COMMIT whose answer was on the way — stops there.
-func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
+// COMMIT whose answer was on the way — stops there. Its counters are read just
+// before.
+func killServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand, fails *failures, metrics *http.Client) {
+	atEach(ctx, at, func(int) {
 		p := procs[r.IntN(len(procs))]
-		if err := p.KillAndRestart(time.Duration(r.Int64N(int64(500 * time.Millisecond)))); err != nil {
-			fmt.Fprintf(p.Log, "chaos: %v\n", err)
-		}
-	}
+		p.Scrape(ctx, metrics)
+		fails.add(p, p.KillAndRestart(time.Duration(r.Int64N(int64(500*time.Millisecond)))))
+	})
 }
 
 // restartServers restarts a random process gracefully (SIGTERM, then start) at each
 // moment, as a deploy does.
-func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
+func restartServers(ctx context.Context, procs []*Proc, at []time.Duration, r *rand.Rand, fails *failures, metrics *http.Client) {
+	atEach(ctx, at, func(int) {
 		p := procs[r.IntN(len(procs))]
-		if err := p.TerminateAndRestart(15 * time.Second); err != nil {
-			fmt.Fprintf(p.Log, "chaos: %v\n", err)
-		}
-	}
+		p.Scrape(ctx, metrics)
+		fails.add(p, p.TerminateAndRestart(15*time.Second))
+	})
 }
 
 // pauseServers SIGSTOPs a random process at each moment for d, past every lease.
-func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand) {
-	start := time.Now()
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return
-		}
-		procs[r.IntN(len(procs))].Pause(d)
-	}
+func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time.Duration, r *rand.Rand, fails *failures) {
+	atEach(ctx, at, func(int) {
+		p := procs[r.IntN(len(procs))]
+		fails.add(p, p.Pause(d))
+	})
 }
 
 // stopPostgres stops PostgreSQL in immediate mode at each moment — every connection
@@ -153,29 +185,27 @@ func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time
 // they jump by up to 32. They are read before the stop and set back after the start
 // (the faults injected in between, a few milliseconds, go uncounted).
 func stopPostgres(ctx context.Context, pg *Postgres, pool *pgxpool.Pool, at []time.Duration, r *rand.Rand) (int, error) {
-	start := time.Now()
 	stops := 0
-	for _, t := range at {
-		if !sleepUntil(ctx, start, t) {
-			return stops, nil
-		}
-		counters, err := readCounters(ctx, pool)
+	var err error
+	atEach(ctx, at, func(int) {
 		if err != nil {
-			return stops, err
+			return
 		}
-		if err := pg.StopImmediate(ctx); err != nil {
-			return stops, err
+		var counters []int64
+		if counters, err = readCounters(ctx, pool); err != nil {
+			return
+		}
+		if err = pg.StopImmediate(ctx); err != nil {
+			return
 		}
 		stops++
 		time.Sleep(500*time.Millisecond + time.Duration(r.Int64N(int64(1500*time.Millisecond))))
-		if err := pg.Start(context.WithoutCancel(ctx)); err != nil {
-			return stops, err
+		if err = pg.Start(context.WithoutCancel(ctx)); err != nil {
+			return
 		}
-		if err := resetCounters(context.WithoutCancel(ctx), pool, counters); err != nil {
-			return stops, err
-		}
-	}
-	return stops, nil
+		err = resetCounters(context.WithoutCancel(ctx), pool, counters)
+	})
+	return stops, err
 }
 
 // counters are the sequences that count what faults.sql injected.

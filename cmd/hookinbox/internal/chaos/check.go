@@ -20,16 +20,26 @@ const (
 	CheckLost        = "lost (2xx-acknowledged, no receipt or no effect)"
 	CheckTwice       = "processed twice"
 	CheckForwarded   = "forwarded twice under different idempotency keys"
+	CheckRepublished = "outbox: published twice, or under a stale fencing token"
+	CheckCutAcked    = "COMMIT answer cut, yet answered 2xx processed/accepted"
+	CheckNoRetry     = "503 answers without Retry-After"
 	CheckWrongState  = "wrong final state (billing tables, sink vs facts)"
 	CheckUnprocessed = "left unprocessed (pending, not in review)"
 	CheckReview      = "in review (max attempts used)"
 	CheckOwnExits    = "server exits the harness did not cause"
 	CheckLeaked      = "log lines with the signing secret or a payload"
+	CheckHarness     = "kills or restarts of the harness that failed"
+	CheckNoFault     = "fault kinds asked for that never happened"
 )
 
 // Checks lists the checks in order.
-var Checks = []string{CheckUnacked, CheckRefused, CheckLost, CheckTwice, CheckForwarded,
-	CheckWrongState, CheckUnprocessed, CheckReview, CheckOwnExits, CheckLeaked}
+var Checks = []string{CheckUnacked, CheckRefused, CheckLost, CheckTwice, CheckForwarded, CheckRepublished,
+	CheckCutAcked, CheckNoRetry, CheckWrongState, CheckUnprocessed, CheckReview, CheckOwnExits, CheckLeaked,
+	CheckHarness, CheckNoFault}
+
+// Doubled are the checks that count something done twice: what the broken variants
+// of the fences must be caught by.
+var Doubled = []string{CheckTwice, CheckForwarded, CheckRepublished}
 
 // Finding is one check's count and a few examples of what it counted.
 type Finding struct {
@@ -82,6 +92,15 @@ type Observed struct {
 	// the signing secret and the workload's payload marker.
 	Logs     []string
 	Canaries []string
+	// SinkHighest is, per outbox id, the highest fencing token the sink saw.
+	SinkHighest map[int64]int64
+}
+
+// CutFigures are what the COMMIT cuts of receiving transactions held and what the
+// requests in flight at each cut, for an event of its transaction, were answered.
+type CutFigures struct {
+	Receipts                         int
+	Answered5xx, NoAnswer, Answer2xx int
 }
 
 // Check compares the database, the sink's record and the senders' acknowledgements
@@ -92,10 +111,15 @@ func Check(ctx context.Context, pool *pgxpool.Pool, w *Workload, o *Observed) (F
 		f[c] = &Finding{}
 	}
 	for _, d := range o.Acks.Unacked {
-		f.add(CheckUnacked, "%s copy %d on %s", d.Event.ID, d.Copy, d.Event.Fact.Endpoint.Name)
+		f.add(CheckUnacked, "%s copy %d on %s", d.Events[0].ID, d.Copy, d.Endpoint().Name)
 	}
-	for range o.Acks.Answers["4xx"] {
-		f.add(CheckRefused, "a 4xx answer")
+	for _, a := range o.Acks.Log {
+		switch {
+		case a.Class == "4xx":
+			f.add(CheckRefused, "%s on %s: %d", a.Delivery.Events[0].ID, a.Delivery.Endpoint().Name, a.Status)
+		case a.Status == 503 && !a.RetryAfter:
+			f.add(CheckNoRetry, "%s on %s at %s", a.Delivery.Events[0].ID, a.Delivery.Endpoint().Name, a.End.Format("15:04:05.000"))
+		}
 	}
 	for range o.OwnExits {
 		f.add(CheckOwnExits, "see the process logs")
@@ -158,6 +182,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool, w *Workload, o *Observed) (F
 		}
 		checkInvoice(f, fact, db, sink, o.BillingSink)
 	}
+	checkFencing(f, db, o.SinkHighest)
 	for _, r := range db.unprocessed {
 		f.add(CheckUnprocessed, "%s", r)
 	}
@@ -205,6 +230,111 @@ func checkInvoice(f Findings, fact *Fact, db *dbState, sink *sinkState, billingS
 	}
 }
 
+// checkFencing counts outbox messages published more than once, or by a claim that
+// was not the message's last (a dispatcher whose lease ran out overwrote the result
+// of the one that took over), or whose publishing token is lower than one the sink
+// saw (delivered again after it was published). With the fence, the token that
+// publishes a message is its last claim's, the highest any delivery of it carried.
+func checkFencing(f Findings, db *dbState, sinkHighest map[int64]int64) {
+	ids := make([]int64, 0, len(db.published))
+	for id := range db.published {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		tokens := db.published[id]
+		last := db.lastClaim[id]
+		switch {
+		case len(tokens) > 1:
+			f.add(CheckRepublished, "outbox message %d published %d times (tokens %v)", id, len(tokens), tokens)
+		case tokens[0] < last:
+			f.add(CheckRepublished, "outbox message %d published under token %d, a later claim holds %d", id, tokens[0], last)
+		case tokens[0] < sinkHighest[id]:
+			f.add(CheckRepublished, "outbox message %d published under token %d, the sink saw %d", id, tokens[0], sinkHighest[id])
+		}
+	}
+}
+
+// CheckCuts finds the receipts each COMMIT cut of a receiving transaction committed
+// (by the server process and the transaction's start, which faults.sql records with
+// each receipt) and counts, as CheckCutAcked, every 2xx that said such an event was
+// processed or accepted: its receipt was inserted once, by the transaction whose
+// client never heard the commit, so no request can have been told so. A batch's
+// answer counts when the request was in flight at the cut and some of its events
+// were answered otherwise than duplicate. It returns what the cuts held and how the
+// requests in flight at them were answered.
+func CheckCuts(ctx context.Context, pool *pgxpool.Pool, f Findings, w *Workload, acks *Acks, cuts []Cut) (CutFigures, error) {
+	var fig CutFigures
+	events := map[receiptKey]*Event{}
+	for _, ev := range w.Events {
+		events[receiptKey{ev.Fact.Endpoint.Name, ev.ID}] = ev
+	}
+	attempts := map[*Event][]Attempt{}
+	for _, a := range acks.Log {
+		for _, ev := range a.Delivery.Events {
+			attempts[ev] = append(attempts[ev], a)
+		}
+	}
+	for _, c := range cuts {
+		if !c.Receiving {
+			continue
+		}
+		// The server's now() is in microseconds, and later than the proxy's record of
+		// the first message: the floor of that keeps the transaction's own rows only.
+		rows, err := pool.Query(ctx, `SELECT endpoint, event_id FROM chaos_received
+		                               WHERE pid = $1 AND xact_start >= $2 AND xact_start <= $3`,
+			c.PID, c.TxStart.Truncate(time.Microsecond), c.At)
+		if err != nil {
+			return fig, fmt.Errorf("error reading the receipts of a cut transaction: %w", err)
+		}
+		var keys []receiptKey
+		for rows.Next() {
+			var k receiptKey
+			if err := rows.Scan(&k.endpoint, &k.eventID); err != nil {
+				rows.Close()
+				return fig, err
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fig, err
+		}
+		fig.Receipts += len(keys)
+		inFlight := map[*Attempt]bool{}
+		for _, k := range keys {
+			ev := events[k]
+			if ev == nil {
+				continue
+			}
+			for n := range attempts[ev] {
+				a := &attempts[ev][n]
+				during := !a.Start.After(c.At) && !a.End.Before(c.At)
+				if during && !inFlight[a] {
+					inFlight[a] = true
+					switch a.Class {
+					case "5xx":
+						fig.Answered5xx++
+					case "error":
+						fig.NoAnswer++
+					case "2xx":
+						fig.Answer2xx++
+					}
+				}
+				if a.Class != "2xx" {
+					continue
+				}
+				batch := len(a.Delivery.Events) > 1
+				if (!batch && (a.Outcome == "processed" || a.Outcome == "accepted")) || (batch && during && a.Fresh > 0) {
+					f.add(CheckCutAcked, "%s on %s: answered %s at %s, its receipt's COMMIT answer cut at %s on %s",
+						k.eventID, k.endpoint, a.Outcome, a.End.Format("15:04:05.000"), c.At.Format("15:04:05.000"), c.Link)
+				}
+			}
+		}
+	}
+	return fig, nil
+}
+
 type receiptKey struct{ endpoint, eventID string }
 
 // clockMargin allows for the clock being stepped during a run: a receipt's
@@ -230,20 +360,24 @@ type dbState struct {
 	notes       map[string]int
 	unprocessed []string
 	review      []string
+	// published are the tokens each outbox message was published under (its
+	// delivery rows without an error), lastClaim its final claim token.
+	published map[int64][]int64
+	lastClaim map[int64]int64
 }
 
 func readDatabase(ctx context.Context, pool *pgxpool.Pool) (*dbState, error) {
 	s := &dbState{
 		receipts: map[receiptKey]time.Time{}, processed: map[receiptKey]int{}, forwardRows: map[receiptKey]int{},
 		applied: map[string]map[string]int{}, invoices: map[string]invoiceRow{}, ledger: map[string][]int64{},
-		anomalies: map[string]int{}, notes: map[string]int{},
+		anomalies: map[string]int{}, notes: map[string]int{}, published: map[int64][]int64{}, lastClaim: map[int64]int64{},
 	}
 	type query struct {
 		sql  string
 		scan func(scan func(...any) error) error
 	}
 	queries := []query{
-		{`SELECT endpoint, event_id, state, attempts, received_at FROM hookinbox_inbox WHERE provider = 'stripe'`, func(scan func(...any) error) error {
+		{`SELECT endpoint, event_id, state, attempts, received_at FROM hookinbox_inbox`, func(scan func(...any) error) error {
 			var k receiptKey
 			var state string
 			var attempts int
@@ -267,14 +401,15 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool) (*dbState, error) {
 			s.processed[k] = n
 			return err
 		}},
-		{`SELECT id, source_endpoint, source_event_id, coalesce(destination, ''), event_type, aggregate_id, state, attempts FROM hookinbox_outbox`, func(scan func(...any) error) error {
-			var id int64
+		{`SELECT id, source_endpoint, source_event_id, coalesce(destination, ''), event_type, aggregate_id, state, attempts, coalesce(claim_token, 0) FROM hookinbox_outbox`, func(scan func(...any) error) error {
+			var id, token int64
 			var k receiptKey
 			var dest, typ, agg, state string
 			var attempts int
-			if err := scan(&id, &k.endpoint, &k.eventID, &dest, &typ, &agg, &state, &attempts); err != nil {
+			if err := scan(&id, &k.endpoint, &k.eventID, &dest, &typ, &agg, &state, &attempts, &token); err != nil {
 				return err
 			}
+			s.lastClaim[id] = token
 			if dest != "" {
 				s.forwardRows[k]++
 			} else if typ == "InvoicePaymentBooked" {
@@ -287,6 +422,12 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool) (*dbState, error) {
 				s.review = append(s.review, fmt.Sprintf("outbox message %d (%s of %s, %d attempts)", id, typ, k.eventID, attempts))
 			}
 			return nil
+		}},
+		{`SELECT outbox_id, claim_token FROM hookinbox_delivery WHERE error IS NULL ORDER BY id`, func(scan func(...any) error) error {
+			var id, token int64
+			err := scan(&id, &token)
+			s.published[id] = append(s.published[id], token)
+			return err
 		}},
 		{`SELECT invoice_id, status, count(*) FROM chaos_applied GROUP BY 1, 2`, func(scan func(...any) error) error {
 			var inv, status string

@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +22,7 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/examples/billing"
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 	"github.com/hookinbox/hookinbox/outbox"
 	"github.com/hookinbox/hookinbox/provider"
@@ -44,8 +48,11 @@ func TestCheck_CountsEachPlantedFault(t *testing.T) {
 
 	paid := b.fact(t, func(f *Fact) bool { return !f.Endpoint.Forward() && f.Script == ScriptPaid })
 	void := b.fact(t, func(f *Fact) bool { return !f.Endpoint.Forward() && f.Script == ScriptVoid })
-	other := b.fact(t, func(f *Fact) bool { return !f.Endpoint.Forward() && f != paid && f != void })
-	fwd := b.fact(t, func(f *Fact) bool { return f.Endpoint.Forward() })
+	other := b.fact(t, func(f *Fact) bool {
+		return !f.Endpoint.Forward() && (f.Script == ScriptUncollectible || f.Script == ScriptRecovered)
+	})
+	fwd := b.fact(t, func(f *Fact) bool { return f.Endpoint.Forward() && !f.Endpoint.Batched() })
+	published := b.publishedMessages(t)
 	event := func(f *Fact, applies string) *Event {
 		for _, ev := range f.Events {
 			if ev.Applies == applies {
@@ -118,6 +125,38 @@ func TestCheck_CountsEachPlantedFault(t *testing.T) {
 		{"delivery never acknowledged", CheckUnacked, func(ctx context.Context) {
 			b.acks.Unacked = append(b.acks.Unacked, b.work.Deliveries[0])
 		}},
+		{"outbox message published twice (a zombie's unfenced mark)", CheckRepublished, func(ctx context.Context) {
+			b.exec(t, `INSERT INTO hookinbox_delivery (outbox_id, attempt, claim_token)
+			           SELECT id, attempts, claim_token FROM hookinbox_outbox WHERE id = $1`, published[0])
+		}},
+		{"outbox message published, and claimed since under a later token", CheckRepublished, func(ctx context.Context) {
+			b.exec(t, `UPDATE hookinbox_outbox SET claim_token = claim_token + 1000 WHERE id = $1`, published[1])
+		}},
+		{"outbox message delivered under a later token than the one that published it", CheckRepublished, func(ctx context.Context) {
+			var token int64
+			if err := b.db.Pool.QueryRow(ctx, `SELECT claim_token FROM hookinbox_outbox WHERE id = $1`, published[2]).Scan(&token); err != nil {
+				t.Fatal(err)
+			}
+			b.highest[published[2]] = token + 1
+		}},
+		{"503 answered without Retry-After", CheckNoRetry, func(ctx context.Context) {
+			b.acks.Log = append(b.acks.Log, Attempt{Delivery: b.work.Deliveries[0], Class: "5xx", Status: 503})
+		}},
+		{"receipts of a transaction whose COMMIT answer was cut, answered processed", CheckCutAcked, func(ctx context.Context) {
+			// A sync receipt's transaction, as the proxy would have recorded its cut:
+			// every receipt it committed was answered processed by the request that
+			// inserted it (a SendGrid batch's, as in flight at the cut).
+			var c Cut
+			var n int
+			if err := b.db.Pool.QueryRow(ctx, `SELECT r.pid, r.xact_start,
+			        (SELECT count(*) FROM chaos_received x WHERE x.pid = r.pid AND x.xact_start = r.xact_start)
+			   FROM chaos_received r WHERE r.event_id = $1`, event(paid, "paid").ID).Scan(&c.PID, &c.TxStart, &n); err != nil {
+				t.Fatal(err)
+			}
+			c.At, c.Receiving, c.Link = c.TxStart, true, "planted"
+			b.cuts = append(b.cuts, c)
+			want[CheckCutAcked] += n - 1
+		}},
 	}
 	for _, s := range steps {
 		s.plant(t.Context())
@@ -132,17 +171,20 @@ func TestCheck_CountsEachPlantedFault(t *testing.T) {
 }
 
 type world struct {
-	db    *testdb.DB
-	inbox *hookinbox.Inbox[pgx.Tx]
-	disp  *outbox.Dispatcher
-	sink  *Sink
-	work  *Workload
-	acks  *Acks
+	db      *testdb.DB
+	inbox   *hookinbox.Inbox[pgx.Tx]
+	disp    *outbox.Dispatcher
+	sink    *Sink
+	work    *Workload
+	acks    *Acks
+	highest map[int64]int64
+	cuts    []Cut
 }
 
 // setupWorld receives a small workload in this process: billing on a sync endpoint,
-// forwarding on another, the dispatcher delivering both kinds of outbox messages to
-// the recording sink. No faults are injected.
+// forwarding on another, SendGrid batches forwarded on a third, the dispatcher
+// delivering every kind of outbox message to the recording sink. No faults are
+// injected.
 func setupWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := t.Context()
@@ -162,17 +204,32 @@ func setupWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps := []*Endpoint{{Name: "billing", Mode: "sync", Handler: "billing"}, {Name: "forward", Mode: "sync", Handler: "forward"}}
+	sgKey, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgPublic, err := hookinboxtest.SendGridPublicKey(sgKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendgrid, err := provider.NewSendGrid(provider.SendGridConfig{PublicKeys: []string{sgPublic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := []*Endpoint{{Name: "billing", Mode: "sync", Handler: "billing"}, {Name: "forward", Mode: "sync", Handler: "forward"},
+		{Name: "sendgrid", Mode: "sync", Handler: "forward", Provider: "sendgrid"}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b.inbox, err = hookinbox.New(drv, &hookinbox.Config{Logger: logger, Endpoints: []hookinbox.EndpointConfig{
 		{Name: "billing", Verifier: stripe, Mode: hookinbox.ModeSync},
 		{Name: "forward", Verifier: stripe, Mode: hookinbox.ModeSync},
+		{Name: "sendgrid", Verifier: sendgrid, Mode: hookinbox.ModeSync},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	billing.Register(b.inbox, "billing")
 	b.inbox.HandleBatch("forward", "*", b.inbox.ForwardTo(server.ForwardDestination("forward")))
+	b.inbox.HandleBatch("sendgrid", "*", b.inbox.ForwardTo(server.ForwardDestination("sendgrid")))
 	mux := http.NewServeMux()
 	for _, ep := range eps {
 		mux.Handle(ep.Path(), b.inbox.Endpoint(ep.Name))
@@ -184,21 +241,41 @@ func setupWorld(t *testing.T) *world {
 	b.disp, err = outbox.NewDispatcher(drv.Executor(), &outbox.Config{
 		Logger: logger, PollInterval: 20 * time.Millisecond, DefaultSink: "billing",
 		Sinks: map[string]outbox.Sink{
-			"billing":                            &outbox.HTTPSink{URL: sinkSrv.URL + "/billing"},
-			server.ForwardDestination("forward"): &outbox.HTTPSink{URL: sinkSrv.URL + "/forward"},
+			"billing":                             &outbox.HTTPSink{URL: sinkSrv.URL + "/billing"},
+			server.ForwardDestination("forward"):  &outbox.HTTPSink{URL: sinkSrv.URL + "/forward"},
+			server.ForwardDestination("sendgrid"): &outbox.HTTPSink{URL: sinkSrv.URL + "/sendgrid"},
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// Enough facts that every script and both endpoints occur.
-	b.work = NewWorkload(WorkloadConfig{Prefix: "check", Invoices: 40, Endpoints: eps, SecondObjectShare: 0.3,
+	// Enough facts that every script and every endpoint occur.
+	b.work = NewWorkload(WorkloadConfig{Prefix: "check", Invoices: 60, Endpoints: eps, SecondObjectShare: 0.3,
 		Spread: 200 * time.Millisecond, Rand: rand.New(rand.NewPCG(1, 2))})
-	sender := &Sender{Receivers: func() string { return srv.URL }, Secret: secret, Concurrency: 4, Timeout: 10 * time.Second}
+	sender := &Sender{
+		Receivers:   func() string { return srv.URL },
+		Signers:     map[string]hookinboxtest.Signer{"stripe": hookinboxtest.Stripe(secret), "sendgrid": hookinboxtest.SendGrid(sgKey)},
+		Concurrency: 4, Timeout: 10 * time.Second,
+	}
 	b.acks = sender.Send(ctx, b.work)
 	b.dispatch(t)
+	b.highest = b.sink.Highest()
 	return b
+}
+
+// publishedMessages returns three published outbox messages.
+func (b *world) publishedMessages(t *testing.T) []int64 {
+	t.Helper()
+	var ids []int64
+	rows, err := b.db.Pool.Query(t.Context(), `SELECT id FROM hookinbox_outbox WHERE state = 'published' ORDER BY id LIMIT 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(ids) < 3 {
+		t.Fatalf("published messages: %v, %v", ids, err)
+	}
+	return ids
 }
 
 // dispatch runs the dispatcher until no outbox message is pending.
@@ -219,8 +296,11 @@ func (b *world) dispatch(t *testing.T) {
 
 func (b *world) check(t *testing.T) Findings {
 	t.Helper()
-	f, err := Check(t.Context(), b.db.Pool, b.work, &Observed{Acks: b.acks, Sink: b.sink.Deliveries(), BillingSink: true})
+	f, err := Check(t.Context(), b.db.Pool, b.work, &Observed{Acks: b.acks, Sink: b.sink.Deliveries(), BillingSink: true, SinkHighest: b.highest})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckCuts(t.Context(), b.db.Pool, f, b.work, b.acks, b.cuts); err != nil {
 		t.Fatal(err)
 	}
 	return f

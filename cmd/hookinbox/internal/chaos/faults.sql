@@ -111,3 +111,92 @@ END
 $$;
 CREATE TRIGGER chaos_processed AFTER INSERT OR UPDATE ON hookinbox_inbox
     FOR EACH ROW EXECUTE FUNCTION chaos_processed();
+
+-- Receipts as inserted, with the server process and the transaction's start: a
+-- transaction whose COMMIT answer the harness's proxy cut is found by both (the
+-- proxy knows the connection's process and when the transaction began). Written in
+-- the receiving transaction, so it commits exactly when the receipt does.
+CREATE TABLE chaos_received (
+    endpoint   text NOT NULL,
+    event_id   text NOT NULL,
+    pid        int NOT NULL DEFAULT pg_backend_pid(),
+    xact_start timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE FUNCTION chaos_received() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO chaos_received (endpoint, event_id) VALUES (NEW.endpoint, NEW.event_id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER chaos_received AFTER INSERT ON hookinbox_inbox
+    FOR EACH ROW EXECUTE FUNCTION chaos_received();
+
+-- Lease takeovers: a claim (of a receipt: its attempts grow; of an outbox message:
+-- its claim token changes) while the previous claim of the same row recorded no
+-- result (a receipt's attempt row, an outbox message's delivery row). Its holder was
+-- killed, paused, cut off, or is still at work as a zombie. chaos_claims holds the
+-- claims without a result yet; both tables are transactional, so they count what
+-- committed.
+CREATE TABLE chaos_claims (
+    kind text NOT NULL,
+    key  text NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+
+CREATE TABLE chaos_takeovers (
+    kind text NOT NULL,
+    key  text NOT NULL,
+    at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE FUNCTION chaos_claim(kind text, key text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO chaos_claims VALUES (kind, key) ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        INSERT INTO chaos_takeovers (kind, key) VALUES (kind, key);
+    END IF;
+END
+$$;
+
+CREATE FUNCTION chaos_inbox_claim() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM chaos_claim('inbox', NEW.endpoint || '/' || NEW.event_id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER chaos_inbox_claim AFTER UPDATE ON hookinbox_inbox
+    FOR EACH ROW WHEN (NEW.attempts > OLD.attempts) EXECUTE FUNCTION chaos_inbox_claim();
+
+CREATE FUNCTION chaos_inbox_result() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM chaos_claims WHERE kind = 'inbox' AND key = NEW.endpoint || '/' || NEW.event_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER chaos_inbox_result AFTER INSERT ON hookinbox_attempt
+    FOR EACH ROW EXECUTE FUNCTION chaos_inbox_result();
+
+CREATE FUNCTION chaos_outbox_claim() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM chaos_claim('outbox', NEW.id::text);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER chaos_outbox_claim AFTER UPDATE ON hookinbox_outbox
+    FOR EACH ROW WHEN (NEW.claim_token IS DISTINCT FROM OLD.claim_token) EXECUTE FUNCTION chaos_outbox_claim();
+
+CREATE FUNCTION chaos_outbox_result() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM chaos_claims WHERE kind = 'outbox' AND key = NEW.outbox_id::text;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER chaos_outbox_result AFTER INSERT ON hookinbox_delivery
+    FOR EACH ROW EXECUTE FUNCTION chaos_outbox_result();

@@ -97,8 +97,14 @@ func (p *Postgres) Stop(ctx context.Context) error {
 }
 
 // URL is the URL of database db.
-func (p *Postgres) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
+func (p *Postgres) URL(db string) string { return p.URLVia(p.Addr(), db) }
+
+// Addr is the server's address.
+func (p *Postgres) Addr() string { return fmt.Sprintf("127.0.0.1:%d", p.Port) }
+
+// URLVia is the URL of database db through addr (a proxy to the server).
+func (p *Postgres) URLVia(addr, db string) string {
+	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", addr, db)
 }
 
 // CreateDatabase creates a fresh database.

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Endpoint is one endpoint of a scenario's configuration.
@@ -10,7 +11,20 @@ type Endpoint struct {
 	Name    string
 	Mode    string // sync, async or hybrid
 	Handler string // billing or forward
+	// Provider is stripe (the default) or sendgrid, whose requests carry batches of
+	// events and whose endpoints forward.
+	Provider string
 }
+
+func (e *Endpoint) provider() string {
+	if e.Provider == "" {
+		return "stripe"
+	}
+	return e.Provider
+}
+
+// Batched reports whether the endpoint's requests carry several events (SendGrid).
+func (e *Endpoint) Batched() bool { return e.Provider == "sendgrid" }
 
 // Path is the endpoint's URL path.
 func (e *Endpoint) Path() string { return "/webhooks/" + e.Name }
@@ -28,6 +42,9 @@ type ProcGroup struct {
 // Receives reports whether the group's processes serve the endpoints.
 func (g ProcGroup) Receives() bool { return g.Roles == "" || strings.Contains(g.Roles, "receivers") }
 
+// Dispatches reports whether the group's processes run a dispatcher.
+func (g ProcGroup) Dispatches() bool { return g.Roles == "" || strings.Contains(g.Roles, "dispatcher") }
+
 // Scenario is one mode of the harness: a configuration and the processes that run it.
 type Scenario struct {
 	Name      string
@@ -43,7 +60,9 @@ var Scenarios = map[string]*Scenario{
 	"forward": single("forward",
 		&Endpoint{Name: "forward-sync", Mode: "sync", Handler: "forward"},
 		&Endpoint{Name: "forward-async", Mode: "async", Handler: "forward"},
-		&Endpoint{Name: "forward-hybrid", Mode: "hybrid", Handler: "forward"}),
+		&Endpoint{Name: "forward-hybrid", Mode: "hybrid", Handler: "forward"},
+		&Endpoint{Name: "sendgrid-sync", Mode: "sync", Handler: "forward", Provider: "sendgrid"},
+		&Endpoint{Name: "sendgrid-hybrid", Mode: "hybrid", Handler: "forward", Provider: "sendgrid"}),
 	// Issue 12: receivers with workers in three processes and the outbox in two, on
 	// one database, with mixed traffic spread over every receiver.
 	"multi": {
@@ -51,8 +70,10 @@ var Scenarios = map[string]*Scenario{
 		Endpoints: []*Endpoint{
 			{Name: "billing-sync", Mode: "sync", Handler: "billing"},
 			{Name: "billing-async", Mode: "async", Handler: "billing"},
+			{Name: "billing-hybrid", Mode: "hybrid", Handler: "billing"},
 			{Name: "forward-async", Mode: "async", Handler: "forward"},
 			{Name: "forward-sync", Mode: "sync", Handler: "forward"},
+			{Name: "sendgrid-async", Mode: "async", Handler: "forward", Provider: "sendgrid"},
 		},
 		Procs: []ProcGroup{{Roles: "receivers,workers", Count: 3}, {Roles: "dispatcher", Count: 2}},
 	},
@@ -75,21 +96,32 @@ type Timing struct {
 	OutboxLease, DeliveryTimeout string
 }
 
+// pastLeases is how long a pause, a blackhole or a late claim lasts: past every
+// lease, so that its holder wakes up a zombie.
+func (t Timing) pastLeases() time.Duration {
+	return max(parseDuration(t.WorkerLease), parseDuration(t.OutboxLease)) + time.Second
+}
+
 // DefaultTiming keeps leases short, so that a killed process's claims come back
 // within seconds, and the statement timeout below the lease as serve requires.
 var DefaultTiming = Timing{WorkerLease: "3s", StatementTimeout: "2s", OutboxLease: "3s", DeliveryTimeout: "1s"}
 
-// secretEnv names the variable that holds the endpoints' signing secret.
+// secretEnv names the variable that holds the Stripe endpoints' signing secret.
 const secretEnv = "CHAOS_STRIPE_SECRET"
 
-// config returns the scenario's serve configuration.
-func (s *Scenario) config(dbURL, sinkURL string, t Timing) string {
+// config returns the scenario's serve configuration; sendgridKey is the SendGrid
+// endpoints' public key.
+func (s *Scenario) config(dbURL, sinkURL string, t Timing, sendgridKey string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by the chaos harness (internal/chaos).\ndatabase_url: %s\nendpoints:\n", dbURL)
 	billing := false
 	for _, ep := range s.Endpoints {
-		fmt.Fprintf(&b, "  - {name: %s, path: %s, provider: stripe, secrets_env: [%s], mode: %s, handler: %s",
-			ep.Name, ep.Path(), secretEnv, ep.Mode, ep.Handler)
+		secrets := "secrets_env: [" + secretEnv + "]"
+		if ep.Batched() {
+			secrets = "public_keys: [" + sendgridKey + "]"
+		}
+		fmt.Fprintf(&b, "  - {name: %s, path: %s, provider: %s, %s, mode: %s, handler: %s",
+			ep.Name, ep.Path(), ep.provider(), secrets, ep.Mode, ep.Handler)
 		if ep.Forward() {
 			fmt.Fprintf(&b, ", forward: {url: %s/forward}", sinkURL)
 		} else {

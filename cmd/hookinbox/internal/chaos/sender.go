@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,7 +21,8 @@ type Sender struct {
 	// Receivers returns the base URL to send an attempt to ("http://127.0.0.1:15633");
 	// with several receivers it picks one, like a load balancer.
 	Receivers func() string
-	Secret    string
+	// Signers sign by provider ("stripe", "sendgrid").
+	Signers map[string]hookinboxtest.Signer
 	// Concurrency is the number of senders.
 	Concurrency int
 	// Timeout bounds one attempt, as a provider's does.
@@ -30,16 +32,34 @@ type Sender struct {
 // Acks is what the senders saw.
 type Acks struct {
 	mu sync.Mutex
-	// ByEvent counts each event's 2xx answers by outcome.
+	// ByEvent counts each event's 2xx answers by outcome ("batch" for a request of
+	// several events, whose answer counts outcomes for the request as a whole).
 	ByEvent map[*Event]map[string]int
 	// FirstAck is when each event was first answered 2xx.
 	FirstAck map[*Event]time.Time
 	// Unacked are the deliveries never answered 2xx (the context ended first).
 	Unacked []*Delivery
 	// Attempts counts every attempt; Answers counts them by status class ("2xx",
-	// "4xx", "5xx", "error").
+	// "4xx", "5xx", "error") and by status ("503", "500").
 	Attempts int
 	Answers  map[string]int
+	// Log is every attempt, in the order they ended.
+	Log []Attempt
+}
+
+// Attempt is one attempt of a delivery and its answer.
+type Attempt struct {
+	Delivery   *Delivery
+	Start, End time.Time
+	// Class is "2xx", "4xx", "5xx" or "error" (no answer); Status the code.
+	Class  string
+	Status int
+	// Outcome is a 2xx answer's outcome; Fresh, of a batch's, how many of its events
+	// were answered otherwise than duplicate.
+	Outcome string
+	Fresh   int
+	// RetryAfter reports whether the answer carried Retry-After.
+	RetryAfter bool
 }
 
 // Send delivers every delivery of w, each at its time after Send was called, and
@@ -51,7 +71,6 @@ func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 		Transport: &http.Transport{MaxIdleConnsPerHost: s.Concurrency, IdleConnTimeout: 30 * time.Second},
 	}
 	defer client.CloseIdleConnections()
-	signer := hookinboxtest.Stripe(s.Secret)
 	queue := make(chan *Delivery)
 	start := time.Now()
 	go func() {
@@ -76,7 +95,7 @@ func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 	for range s.Concurrency {
 		wg.Go(func() {
 			for d := range queue {
-				s.deliver(ctx, client, signer, d, acks)
+				s.deliver(ctx, client, d, acks)
 			}
 		})
 	}
@@ -84,24 +103,30 @@ func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 	return acks
 }
 
-func (s *Sender) deliver(ctx context.Context, client *http.Client, signer hookinboxtest.Signer, d *Delivery, acks *Acks) {
+func (s *Sender) deliver(ctx context.Context, client *http.Client, d *Delivery, acks *Acks) {
 	backoff := 20 * time.Millisecond
 	for {
-		class, outcome := s.attempt(ctx, client, signer, d.Event)
+		a := s.attempt(ctx, client, d)
 		acks.mu.Lock()
 		acks.Attempts++
-		acks.Answers[class]++
-		if class == "2xx" {
-			m := acks.ByEvent[d.Event]
-			if m == nil {
-				m = map[string]int{}
-				acks.ByEvent[d.Event] = m
-				acks.FirstAck[d.Event] = time.Now()
+		acks.Answers[a.Class]++
+		if a.Status >= 500 {
+			acks.Answers[strconv.Itoa(a.Status)]++
+		}
+		acks.Log = append(acks.Log, a)
+		if a.Class == "2xx" {
+			for _, ev := range d.Events {
+				m := acks.ByEvent[ev]
+				if m == nil {
+					m = map[string]int{}
+					acks.ByEvent[ev] = m
+					acks.FirstAck[ev] = a.End
+				}
+				m[a.Outcome]++
 			}
-			m[outcome]++
 		}
 		acks.mu.Unlock()
-		if class == "2xx" {
+		if a.Class == "2xx" {
 			return
 		}
 		select {
@@ -116,28 +141,40 @@ func (s *Sender) deliver(ctx context.Context, client *http.Client, signer hookin
 	}
 }
 
-// attempt sends one signed copy and returns the answer's class and outcome.
-func (s *Sender) attempt(ctx context.Context, client *http.Client, signer hookinboxtest.Signer, ev *Event) (class, outcome string) {
-	req, err := hookinboxtest.NewRequest(s.Receivers()+ev.Fact.Endpoint.Path(), signer, ev.Body)
+// attempt sends one signed copy and returns what came back.
+func (s *Sender) attempt(ctx context.Context, client *http.Client, d *Delivery) Attempt {
+	a := Attempt{Delivery: d, Start: time.Now(), Class: "error"}
+	ep := d.Endpoint()
+	req, err := hookinboxtest.NewRequest(s.Receivers()+ep.Path(), s.Signers[ep.provider()], d.Body)
 	if err != nil {
-		return "error", ""
+		a.End = time.Now()
+		return a
 	}
 	resp, err := client.Do(req.WithContext(ctx))
 	if err != nil {
-		return "error", ""
+		a.End = time.Now()
+		return a
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	a.End, a.Status, a.RetryAfter = time.Now(), resp.StatusCode, resp.Header.Get("Retry-After") != ""
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		var answer struct {
-			Outcome string `json:"outcome"`
+			Outcome  string         `json:"outcome"`
+			Outcomes map[string]int `json:"outcomes"`
 		}
 		_ = json.Unmarshal(body, &answer)
-		return "2xx", answer.Outcome
+		a.Class, a.Outcome = "2xx", answer.Outcome
+		for outcome, n := range answer.Outcomes {
+			if outcome != "duplicate" {
+				a.Fresh += n
+			}
+		}
 	case resp.StatusCode >= 500:
-		return "5xx", ""
+		a.Class = "5xx"
 	default:
-		return "4xx", ""
+		a.Class = "4xx"
 	}
+	return a
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -22,8 +23,11 @@ const (
 
 var scripts = []string{ScriptPaid, ScriptPaid, ScriptVoid, ScriptUncollectible, ScriptRecovered}
 
-// Fact is one invoice and the events that tell its life.
+// Fact is one invoice and the events that tell its life; on a SendGrid endpoint, one
+// email message and the events of its delivery (processed, delivered, open, click),
+// whose order does not matter to the forward handler.
 type Fact struct {
+	// Invoice is the invoice's id, or the message's.
 	Invoice  string
 	Customer string
 	Endpoint *Endpoint
@@ -47,8 +51,8 @@ func (f *Fact) FinalStatus() string {
 // Paid reports whether the fact books a payment.
 func (f *Fact) Paid() bool { return f.FinalStatus() == "paid" }
 
-// Event is one Stripe Event object. A second Event object for the same fact has its
-// own id and is an Event of its own.
+// Event is one Stripe Event object, or one SendGrid event. A second Event object for
+// the same fact has its own id and is an Event of its own.
 type Event struct {
 	ID   string
 	Type string
@@ -57,16 +61,24 @@ type Event struct {
 	// VALUES): the audit trigger counts applications by it.
 	Applies string
 	Body    []byte
-	// Copies is how many times the event is delivered (1 to 3).
+	// Copies is how many times the event is delivered (1 to 3): a SendGrid event, as
+	// often as its batch.
 	Copies int
 }
 
-// Delivery is one copy of an event, sent at At after the workload starts.
+// Delivery is one copy of a request, sent at At after the workload starts: a Stripe
+// event, or a SendGrid batch of several events in one JSON array, which a provider
+// retries as a whole.
 type Delivery struct {
-	Event *Event
-	Copy  int
-	At    time.Duration
+	Events []*Event
+	Copy   int
+	At     time.Duration
+	// Body is the request's body: the event, or the batch's array.
+	Body []byte
 }
+
+// Endpoint is where the delivery goes.
+func (d *Delivery) Endpoint() *Endpoint { return d.Events[0].Fact.Endpoint }
 
 // Workload is the facts of one run and their deliveries in sending order.
 type Workload struct {
@@ -90,14 +102,24 @@ type WorkloadConfig struct {
 	Spread time.Duration
 	// Rand draws everything; a seed makes a run repeatable.
 	Rand *rand.Rand
+	// MaxBatch is the most events a SendGrid request carries.
+	//
+	// Defaults to 5.
+	MaxBatch int
 }
 
 // NewWorkload draws a workload: each fact's events, a share of them as second Event
 // objects, 1 to 3 copies of each, every copy at a random time (so in any order, and
-// copies of one event sometimes at the same instant).
+// copies of one event sometimes at the same instant). The events of SendGrid
+// endpoints are sent in batches of 1 to MaxBatch events drawn across messages, each
+// batch 1 to 3 times.
 func NewWorkload(c WorkloadConfig) *Workload {
 	r := c.Rand
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 5
+	}
 	w := &Workload{}
+	batched := map[*Endpoint][]*Event{}
 	for n := range c.Invoices {
 		f := &Fact{
 			Invoice:  fmt.Sprintf("in_%s_%05d", c.Prefix, n),
@@ -105,6 +127,16 @@ func NewWorkload(c WorkloadConfig) *Workload {
 			Endpoint: c.Endpoints[r.IntN(len(c.Endpoints))],
 			Script:   scripts[r.IntN(len(scripts))],
 			Amount:   int64(100 + r.IntN(100000)),
+		}
+		if f.Endpoint.Batched() {
+			f.Invoice = fmt.Sprintf("msg_%s_%05d", c.Prefix, n)
+			for _, typ := range sendgridTypes[:2+r.IntN(len(sendgridTypes)-1)] {
+				f.addSendGridEvent(typ, r)
+			}
+			w.Facts = append(w.Facts, f)
+			w.Events = append(w.Events, f.Events...)
+			batched[f.Endpoint] = append(batched[f.Endpoint], f.Events...)
+			continue
 		}
 		var types []string
 		switch f.Script {
@@ -130,9 +162,33 @@ func NewWorkload(c WorkloadConfig) *Workload {
 		w.Facts = append(w.Facts, f)
 		w.Events = append(w.Events, f.Events...)
 	}
+	at := func() time.Duration { return time.Duration(r.Int64N(int64(c.Spread) + 1)) }
 	for _, ev := range w.Events {
+		if ev.Fact.Endpoint.Batched() {
+			continue
+		}
 		for k := range ev.Copies {
-			w.Deliveries = append(w.Deliveries, &Delivery{Event: ev, Copy: k, At: time.Duration(r.Int64N(int64(c.Spread) + 1))})
+			w.Deliveries = append(w.Deliveries, &Delivery{Events: []*Event{ev}, Copy: k, At: at(), Body: ev.Body})
+		}
+	}
+	for _, ep := range c.Endpoints { // in order: the draws repeat with the seed
+		evs := batched[ep]
+		r.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+		for len(evs) > 0 {
+			batch := evs[:min(len(evs), 1+r.IntN(c.MaxBatch))]
+			evs = evs[len(batch):]
+			items := make([][]byte, len(batch))
+			for k, ev := range batch {
+				items[k] = ev.Body
+			}
+			body := append(append([]byte("["), bytes.Join(items, []byte(","))...), ']')
+			copies := 1 + r.IntN(3)
+			for k := range copies {
+				w.Deliveries = append(w.Deliveries, &Delivery{Events: batch, Copy: k, At: at(), Body: body})
+			}
+			for _, ev := range batch {
+				ev.Copies = copies
+			}
 		}
 	}
 	sort.Slice(w.Deliveries, func(i, j int) bool { return w.Deliveries[i].At < w.Deliveries[j].At })
@@ -165,6 +221,17 @@ func (f *Fact) addEvent(typ string, r *rand.Rand) {
 	ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","type":%q,"created":%d,"livemode":false,`+
 		`"data":{"object":{"id":%q,"object":"invoice","customer":%q,"status":%q,"amount_paid":%d,"currency":"usd","description":%q}}}`,
 		ev.ID, typ, time.Now().Unix(), f.Invoice, f.Customer, status, paid, PayloadMarker)
+	f.Events = append(f.Events, ev)
+}
+
+// sendgridTypes are the events of a message's delivery, in the order they happen; a
+// message has the first two to all of them.
+var sendgridTypes = []string{"processed", "delivered", "open", "click"}
+
+func (f *Fact) addSendGridEvent(typ string, r *rand.Rand) {
+	ev := &Event{ID: fmt.Sprintf("sg_%s_%d", f.Invoice[4:], len(f.Events)), Type: typ, Fact: f}
+	ev.Body = fmt.Appendf(nil, `{"email":"chaos@example.com","timestamp":%d,"event":%q,"sg_event_id":%q,"sg_message_id":%q,"category":%q}`,
+		time.Now().Unix(), typ, ev.ID, f.Invoice, PayloadMarker)
 	f.Events = append(f.Events, ev)
 }
 

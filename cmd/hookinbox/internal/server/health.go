@@ -33,6 +33,8 @@ type readiness struct {
 	roles   []string
 	logger  *slog.Logger
 	ready   atomic.Int32 // 0 unknown, 1 ready, 2 not ready
+	// gate, when set, is opened when the schema is found current.
+	gate *schemaGate
 }
 
 func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +70,9 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body["status"], body["error"] = "schema_not_current", lineErr.Error()
 		writeJSON(w, http.StatusServiceUnavailable, body)
 	default:
+		if rd.gate != nil {
+			rd.gate.open()
+		}
 		rd.transition(ctx, 1, "hookinbox: ready", "schema_version", applied)
 		body["status"] = "ready"
 		writeJSON(w, http.StatusOK, body)

@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +71,9 @@ type hostileServer struct {
 	guard time.Duration
 	n     int // control requests sent, for their ids
 	mu    sync.Mutex
+	// restarting: the database is being stopped and started under the server, so
+	// a control delivery may be answered 503 (it is sent again until 200).
+	restarting bool
 }
 
 // syncBuffer is a log sink that tests may read while the server writes.
@@ -182,8 +187,16 @@ func (h *hostileServer) control(t *testing.T) {
 	id := fmt.Sprintf("evt_control_%d", h.n)
 	h.mu.Unlock()
 	body := stripeBody(id, "invoice.paid")
-	if got := h.exchange(t, request("POST", "/control", stripeSigned(body, time.Now()), body)); got != "200" {
-		t.Fatalf("control delivery answered %s, want 200: the server stopped serving others", got)
+	deadline := time.Now().Add(hostileGuard)
+	for {
+		got := h.exchange(t, request("POST", "/control", stripeSigned(body, time.Now()), body))
+		if got == "200" {
+			return
+		}
+		if !h.restarting || got != "503" || time.Now().After(deadline) {
+			t.Fatalf("control delivery answered %s, want 200: the server stopped serving others", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -656,6 +669,56 @@ func TestHostile_EveryKindAnsweredAndNothingWritten(t *testing.T) {
 	if err := h.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM hookinbox_inbox WHERE endpoint = 'control'`).Scan(&controls); err != nil || controls == 0 {
 		t.Errorf("control receipts = %d, %v", controls, err)
 	}
+}
+
+// Every kind of hostile request, sent while PostgreSQL is stopped (in immediate
+// mode) and started again under the server, over and over: each is answered as when
+// the database is up, or 503, and none writes anything. scripts/outage.sh runs it on
+// a private server (TEST_DATABASE_URL, HOOKINBOX_OUTAGE_STOP and _START); without the
+// commands it is skipped, so that the shared server is never stopped.
+func TestHostile_EveryKindWhileTheDatabaseRestarts(t *testing.T) {
+	stopCmd, startCmd := os.Getenv("HOOKINBOX_OUTAGE_STOP"), os.Getenv("HOOKINBOX_OUTAGE_START")
+	if stopCmd == "" || startCmd == "" {
+		t.Skip("needs a private PostgreSQL it may stop: run scripts/outage.sh")
+	}
+	h := startHostileServer(t, config.DefaultMaxConnections, nil)
+	h.restarting = true
+	restarts := 0
+	ctx, stopRestarting := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for _, cmd := range []string{stopCmd, startCmd} {
+				if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+					done <- fmt.Errorf("%s: %v: %s", cmd, err, out)
+					return
+				}
+				time.Sleep(time.Second)
+			}
+			restarts++
+		}
+	}()
+	answers := map[string]int{}
+	for _, k := range hostileKinds() {
+		got := k.send(t, h)
+		answers[got]++
+		if !strings.Contains("|"+k.want+"|503|", "|"+got+"|") {
+			t.Errorf("%s: answered %s, want %s or 503", k.name, got, k.want)
+		}
+	}
+	stopRestarting()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The database is up again: the loop ends with a start.
+	if n := h.rows(t); n != 0 {
+		t.Errorf("%d rows written by the hostile requests", n)
+	}
+	if restarts == 0 {
+		t.Error("the database was never stopped and started again while the kinds were sent")
+	}
+	t.Logf("%d kinds while the database was stopped and started %d times; answers %v", len(hostileKinds()), restarts, answers)
 }
 
 // The kinds' well-formed twins are accepted: a refusal above is the server's

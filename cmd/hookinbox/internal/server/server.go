@@ -59,14 +59,15 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	metrics.SetRoles(cfg.Roles.List())
 	limits := cfg.HTTP.WithDefaults()
 	mux := http.NewServeMux()
+	gate := &schemaGate{backend: backend}
 	if cfg.Roles.Has(config.RoleReceivers) {
 		for _, ep := range cfg.Endpoints {
 			// Every method: the endpoint itself answers 405 in JSON to anything but POST.
-			mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
+			mux.Handle(ep.Path, gate.wrap(backend.Inbox.Endpoint(ep.Name)))
 		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger})
+	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger, gate: gate})
 	mux.Handle("GET /metrics", metrics.Handler())
 	return &Server{cfg: cfg, backend: backend, logger: logger, mux: mux, srv: newHTTPServer(mux, limits, logger)}
 }
