@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // sendFlags are send's options.
@@ -57,7 +57,7 @@ func (a *app) sendCommand() *cobra.Command { return a.newSendCommand(a.send) }
 
 // newSendCommand is send, with deliver in place of a.send: tests take the events and
 // the signer from there.
-func (a *app) newSendCommand(deliver func(*sendFlags, []outgoing, hookinboxtest.Signer) error) *cobra.Command {
+func (a *app) newSendCommand(deliver func(*sendFlags, []outgoing, sign.Signer) error) *cobra.Command {
 	var f sendFlags
 	cmd := &cobra.Command{
 		Use:   "send",
@@ -161,7 +161,7 @@ order (with several --type values: out-of-order delivery).`,
 }
 
 // prepareSend checks the flags and builds the events and the signer.
-func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinboxtest.Signer, error) {
+func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, sign.Signer, error) {
 	switch {
 	case f.repeat < 1:
 		return nil, nil, usagef("--repeat must be at least 1")
@@ -182,9 +182,9 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 	if secret == "" {
 		return nil, nil, usagef("no signing secret: pass --secret-env VAR (or --secret)")
 	}
-	signer, err := hookinboxtest.SignerFor(f.provider, []string{secret}, f.options)
+	signer, err := sign.For(f.provider, []string{secret}, f.options)
 	if err != nil {
-		return nil, nil, usagef("--provider %s: %v", f.provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+		return nil, nil, usagef("--provider %s: %v", f.provider, err)
 	}
 
 	if f.file != "" {
@@ -198,7 +198,7 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 			return nil, nil, err
 		}
 		if cmd.Flags().Changed("id") || cmd.Flags().Changed("type") {
-			if _, ok := signer.(hookinboxtest.EventSigner); !ok {
+			if _, ok := signer.(sign.EventSigner); !ok {
 				return nil, nil, usagef("--id and --type with --file: %s takes them from the body", f.provider)
 			}
 			if cmd.Flags().Changed("type") && len(f.types) != 1 {
@@ -313,7 +313,7 @@ func (a *app) readEventFile(path string) (outgoing, error) {
 
 // send posts every event f.repeat times with f.concurrency requests in flight and
 // prints each answer. The copies start together, so duplicates are concurrent.
-func (a *app) send(f *sendFlags, events []outgoing, signer hookinboxtest.Signer) error {
+func (a *app) send(f *sendFlags, events []outgoing, signer sign.Signer) error {
 	var jobs []outgoing
 	for _, ev := range events {
 		for range f.repeat {
@@ -362,7 +362,7 @@ func (a *app) send(f *sendFlags, events []outgoing, signer hookinboxtest.Signer)
 }
 
 // post sends one copy, signed now, and describes the answer in one line.
-func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgoing) (string, bool) {
+func post(client *http.Client, url string, signer sign.Signer, ev outgoing) (string, bool) {
 	prefix := fmt.Sprintf("%s %s ->", orDash(ev.id), orDash(ev.typ))
 	req, err := newSignedRequest(url, signer, ev)
 	if err != nil {
@@ -378,10 +378,10 @@ func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgo
 	return fmt.Sprintf("%s %d %s", prefix, resp.StatusCode, answer), resp.StatusCode >= 200 && resp.StatusCode < 300
 }
 
-// newSignedRequest is hookinboxtest.NewRequest (which signs URL-signed schemes for
+// newSignedRequest is sign.NewRequest (which signs URL-signed schemes for
 // url), except that schemes that send the event's id and type in headers get the
 // event's own.
-func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*http.Request, error) {
+func newSignedRequest(url string, signer sign.Signer, ev outgoing) (*http.Request, error) {
 	h, err := signedHeaders(url, signer, ev)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // Sender delivers a workload like a provider: Concurrency senders take the deliveries
@@ -51,7 +51,7 @@ func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 		Transport: &http.Transport{MaxIdleConnsPerHost: s.Concurrency, IdleConnTimeout: 30 * time.Second},
 	}
 	defer client.CloseIdleConnections()
-	signer := hookinboxtest.Stripe(s.Secret)
+	signer := sign.Stripe(s.Secret)
 	queue := make(chan *Delivery)
 	start := time.Now()
 	go func() {
@@ -84,7 +84,7 @@ func (s *Sender) Send(ctx context.Context, w *Workload) *Acks {
 	return acks
 }
 
-func (s *Sender) deliver(ctx context.Context, client *http.Client, signer hookinboxtest.Signer, d *Delivery, acks *Acks) {
+func (s *Sender) deliver(ctx context.Context, client *http.Client, signer sign.Signer, d *Delivery, acks *Acks) {
 	backoff := 20 * time.Millisecond
 	for {
 		class, outcome := s.attempt(ctx, client, signer, d.Event)
@@ -117,8 +117,8 @@ func (s *Sender) deliver(ctx context.Context, client *http.Client, signer hookin
 }
 
 // attempt sends one signed copy and returns the answer's class and outcome.
-func (s *Sender) attempt(ctx context.Context, client *http.Client, signer hookinboxtest.Signer, ev *Event) (class, outcome string) {
-	req, err := hookinboxtest.NewRequest(s.Receivers()+ev.Fact.Endpoint.Path(), signer, ev.Body)
+func (s *Sender) attempt(ctx context.Context, client *http.Client, signer sign.Signer, ev *Event) (class, outcome string) {
+	req, err := sign.NewRequest(s.Receivers()+ev.Fact.Endpoint.Path(), signer, ev.Body)
 	if err != nil {
 		return "error", ""
 	}

@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"fmt"
@@ -32,8 +32,8 @@ var signerParams = map[string][]string{
 	"gitlab":   nil,
 }
 
-// Names lists the providers SignerFor knows, sorted: the names a config's provider
-// key accepts (provider.Names), so that `hookinbox send` can sign for every endpoint.
+// Names lists the providers For knows, sorted: the names a config's provider key
+// accepts (provider.Names), so that `hookinbox send` can sign for every endpoint.
 func Names() []string {
 	names := make([]string, 0, len(signerParams))
 	for n := range signerParams {
@@ -43,7 +43,7 @@ func Names() []string {
 	return names
 }
 
-// SignerFor returns the signer of the named provider, as `hookinbox send --provider`
+// For returns the signer of the named provider, as `hookinbox send --provider`
 // selects it: stripe, github, shopify, slack, standardwebhooks, svix (Standard
 // Webhooks under svix-* headers), hmac, discord, sendgrid, twilio, square, paddle,
 // linear, zoom or gitlab, with the endpoint's secrets and params.
@@ -57,10 +57,10 @@ func Names() []string {
 // sign with every secret; the others sign with the first. It refuses no secrets, an empty or
 // blank secret, an unknown param key and, for hmac, a scheme HMAC refuses. Errors
 // never contain a secret.
-func SignerFor(provider string, secrets []string, params map[string]string) (Signer, error) {
+func For(provider string, secrets []string, params map[string]string) (Signer, error) {
 	known, ok := signerParams[provider]
 	if !ok {
-		return nil, fmt.Errorf("hookinboxtest: unknown provider %q (known: %v)", provider, Names())
+		return nil, fmt.Errorf("unknown provider %q (known: %v)", provider, Names())
 	}
 	var unknown []string
 	for k := range params {
@@ -70,14 +70,14 @@ func SignerFor(provider string, secrets []string, params map[string]string) (Sig
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("hookinboxtest: provider %s takes no option %q", provider, unknown[0])
+		return nil, fmt.Errorf("provider %s takes no option %q", provider, unknown[0])
 	}
 	if len(secrets) == 0 {
-		return nil, fmt.Errorf("hookinboxtest: %s: no secrets", provider)
+		return nil, fmt.Errorf("%s: no secrets", provider)
 	}
 	for i, secret := range secrets {
 		if strings.TrimSpace(secret) == "" {
-			return nil, fmt.Errorf("hookinboxtest: %s: secret %d is empty", provider, i)
+			return nil, fmt.Errorf("%s: secret %d is empty", provider, i)
 		}
 	}
 

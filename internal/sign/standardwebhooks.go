@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/hmac"
@@ -46,7 +46,7 @@ func (s standardWebhooksSigner) SignEvent(body []byte, at time.Time, id, _ strin
 		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 		if err != nil {
 			// err is not wrapped: it quotes an offset into the secret.
-			return nil, fmt.Errorf("hookinboxtest: %s: secret %d is not base64 after whsec_", s.prefix, i)
+			return nil, fmt.Errorf("%s: secret %d is not base64 after whsec_", s.prefix, i)
 		}
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte(id + "." + ts + "."))

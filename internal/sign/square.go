@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/hmac"

@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/hmac"
@@ -46,7 +46,7 @@ type HMACScheme struct {
 func HMAC(scheme HMACScheme, secret string) (EventSigner, error) {
 	s := hmacSigner{scheme: scheme, secret: secret}
 	if scheme.Header == "" {
-		return nil, errors.New("hookinboxtest: hmac: no signature header")
+		return nil, errors.New("hmac: no signature header")
 	}
 	switch scheme.Algorithm {
 	case "", "sha256":
@@ -54,7 +54,7 @@ func HMAC(scheme HMACScheme, secret string) (EventSigner, error) {
 	case "sha512":
 		s.newHash = sha512.New
 	default:
-		return nil, fmt.Errorf("hookinboxtest: hmac: algorithm %q is not sha256 or sha512", scheme.Algorithm)
+		return nil, fmt.Errorf("hmac: algorithm %q is not sha256 or sha512", scheme.Algorithm)
 	}
 	switch scheme.Encoding {
 	case "", "hex":
@@ -62,7 +62,7 @@ func HMAC(scheme HMACScheme, secret string) (EventSigner, error) {
 	case "base64":
 		s.encode = base64.StdEncoding.EncodeToString
 	default:
-		return nil, fmt.Errorf("hookinboxtest: hmac: encoding %q is not hex or base64", scheme.Encoding)
+		return nil, fmt.Errorf("hmac: encoding %q is not hex or base64", scheme.Encoding)
 	}
 	if s.scheme.SignedPayload == "" {
 		s.scheme.SignedPayload = "{body}"
@@ -71,7 +71,7 @@ func HMAC(scheme HMACScheme, secret string) (EventSigner, error) {
 		}
 	}
 	if !strings.Contains(s.scheme.SignedPayload, "{body}") {
-		return nil, fmt.Errorf("hookinboxtest: hmac: signed payload %q has no {body}", s.scheme.SignedPayload)
+		return nil, fmt.Errorf("hmac: signed payload %q has no {body}", s.scheme.SignedPayload)
 	}
 	return s, nil
 }

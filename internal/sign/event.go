@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // naming what is missing when the scheme needs it. SignEvent takes them as arguments,
 // for real provider payloads that have no such fields:
 //
-//	h, err := hookinboxtest.GitHub(secret).SignEvent(body, time.Now(), "72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues")
+//	h, err := sign.GitHub(secret).SignEvent(body, time.Now(), "72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues")
 type EventSigner interface {
 	Signer
 
@@ -54,9 +54,9 @@ func signFromBody(s EventSigner, scheme string, body []byte, at time.Time, idHea
 	id, typ := eventFromBody(body)
 	switch {
 	case idHeader != "" && id == "":
-		return nil, fmt.Errorf("hookinboxtest: %s: body has no \"id\" to send as %s; use SignEvent", scheme, idHeader)
+		return nil, fmt.Errorf("%s: body has no \"id\" to send as %s; use SignEvent", scheme, idHeader)
 	case typeHeader != "" && typ == "":
-		return nil, fmt.Errorf("hookinboxtest: %s: body has no \"type\" to send as %s; use SignEvent", scheme, typeHeader)
+		return nil, fmt.Errorf("%s: body has no \"type\" to send as %s; use SignEvent", scheme, typeHeader)
 	}
 	return s.SignEvent(body, at, id, typ)
 }
@@ -66,9 +66,9 @@ func signFromBody(s EventSigner, scheme string, body []byte, at time.Time, idHea
 func needEvent(scheme, idHeader, id, typeHeader, typ string) error {
 	switch {
 	case idHeader != "" && id == "":
-		return fmt.Errorf("hookinboxtest: %s: SignEvent needs an id for %s", scheme, idHeader)
+		return fmt.Errorf("%s: SignEvent needs an id for %s", scheme, idHeader)
 	case typeHeader != "" && typ == "":
-		return fmt.Errorf("hookinboxtest: %s: SignEvent needs a type for %s", scheme, typeHeader)
+		return fmt.Errorf("%s: SignEvent needs a type for %s", scheme, typeHeader)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ type URLSigner interface {
 func urlToSign(scheme, public, target string) (string, error) {
 	if public == "" {
 		if target == "" {
-			return "", fmt.Errorf("hookinboxtest: %s: the URL is signed: give the signer a public URL, or use SignURL", scheme)
+			return "", fmt.Errorf("%s: the URL is signed: give the signer a public URL, or use SignURL", scheme)
 		}
 		return target, nil
 	}

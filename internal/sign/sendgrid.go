@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/ecdsa"
@@ -29,7 +29,7 @@ func SendGrid(key *ecdsa.PrivateKey) Signer { return sendgridSigner{key} }
 func SendGridPublicKey(key *ecdsa.PrivateKey) (string, error) {
 	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return "", fmt.Errorf("hookinboxtest: sendgrid: %w", err)
+		return "", fmt.Errorf("sendgrid: %w", err)
 	}
 	return base64.StdEncoding.EncodeToString(der), nil
 }
@@ -40,7 +40,7 @@ func SendGridPublicKey(key *ecdsa.PrivateKey) (string, error) {
 func ParseSendGridKey(s string) (*ecdsa.PrivateKey, error) {
 	der, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, fmt.Errorf("hookinboxtest: sendgrid: the private key is not standard base64")
+		return nil, fmt.Errorf("sendgrid: the private key is not standard base64")
 	}
 	if k, err := x509.ParseECPrivateKey(der); err == nil && k.Curve == elliptic.P256() {
 		return k, nil
@@ -50,7 +50,7 @@ func ParseSendGridKey(s string) (*ecdsa.PrivateKey, error) {
 			return ec, nil
 		}
 	}
-	return nil, fmt.Errorf("hookinboxtest: sendgrid: the private key is not a DER ECDSA P-256 key (PKCS #8 or SEC 1)")
+	return nil, fmt.Errorf("sendgrid: the private key is not a DER ECDSA P-256 key (PKCS #8 or SEC 1)")
 }
 
 type sendgridSigner struct{ key *ecdsa.PrivateKey }
@@ -60,7 +60,7 @@ func (s sendgridSigner) Sign(body []byte, at time.Time) (http.Header, error) {
 	sum := sha256.Sum256(append([]byte(ts), body...))
 	sig, err := ecdsa.SignASN1(rand.Reader, s.key, sum[:])
 	if err != nil {
-		return nil, fmt.Errorf("hookinboxtest: sendgrid: %w", err)
+		return nil, fmt.Errorf("sendgrid: %w", err)
 	}
 	h := http.Header{}
 	h.Set("X-Twilio-Email-Event-Webhook-Timestamp", ts)

@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/ed25519"
@@ -29,13 +29,13 @@ func ParseDiscordKey(s string) (ed25519.PrivateKey, error) {
 	b, err := hex.DecodeString(s)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("hookinboxtest: discord: the private key is not hex")
+		return nil, fmt.Errorf("discord: the private key is not hex")
 	case len(b) == ed25519.SeedSize:
 		return ed25519.NewKeyFromSeed(b), nil
 	case len(b) == ed25519.PrivateKeySize:
 		return ed25519.PrivateKey(b), nil
 	}
-	return nil, fmt.Errorf("hookinboxtest: discord: the private key is %d bytes, want a %d-byte seed or a %d-byte key",
+	return nil, fmt.Errorf("discord: the private key is %d bytes, want a %d-byte seed or a %d-byte key",
 		len(b), ed25519.SeedSize, ed25519.PrivateKeySize)
 }
 

@@ -1,4 +1,4 @@
-package hookinboxtest
+package sign
 
 import (
 	"crypto/hmac"
@@ -47,14 +47,14 @@ func (s twilioSigner) SignURL(target string, body []byte, _ time.Time) (http.Hea
 	}
 	u, err := url.Parse(signed)
 	if err != nil {
-		return nil, fmt.Errorf("hookinboxtest: twilio: the URL does not parse")
+		return nil, fmt.Errorf("twilio: the URL does not parse")
 	}
 	mac := hmac.New(sha1.New, []byte(s.token))
 	mac.Write([]byte(signed))
 	if !u.Query().Has("bodySHA256") {
 		values, err := url.ParseQuery(string(body))
 		if err != nil {
-			return nil, fmt.Errorf("hookinboxtest: twilio: the body is not a form (for JSON, send to TwilioJSONURL)")
+			return nil, fmt.Errorf("twilio: the body is not a form (for JSON, send to TwilioJSONURL)")
 		}
 		names := make([]string, 0, len(values))
 		for k := range values {
