@@ -14,10 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtest"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -32,9 +32,15 @@ func (b *testBundle) serve(t *testing.T, inbox *hookinbox.Inbox[pgx.Tx]) *httpte
 	return srv
 }
 
-// signed signs body with stripe-go's test helper, the independent client.
+// signed returns the Stripe-Signature of body at at: hookinboxtest's, a signer
+// independent of package provider that writes the same bytes as stripe-go's test
+// helper (internal/oracle checks that it does).
 func signed(body []byte, secret string, at time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at}).Header
+	h, err := hookinboxtest.Stripe(secret).Sign(body, at)
+	if err != nil {
+		panic(err)
+	}
+	return h.Get("Stripe-Signature")
 }
 
 type answer struct {

@@ -12,8 +12,8 @@ import (
 )
 
 // FuzzGitHubHeader checks that nothing verifies that was not signed: whenever Verify
-// accepts, the header is "sha256=" and the HMAC of the body (in either case), and
-// go-github accepts the same request.
+// accepts, the header is "sha256=" and the HMAC of the body (in either case).
+// (internal/oracle's FuzzGitHubHeader checks that go-github accepts the same request.)
 func FuzzGitHubHeader(f *testing.F) {
 	body := []byte(`{"action":"opened","issue":{"number":1}}`)
 	good := "sha256=" + hexMAC(sha256.New, fuzzSecret, body)
@@ -37,9 +37,6 @@ func FuzzGitHubHeader(f *testing.F) {
 		}
 		if want := "sha256=" + hexMAC(sha256.New, fuzzSecret, body); "sha256="+strings.ToLower(strings.TrimPrefix(sig, "sha256=")) != want {
 			t.Fatalf("accepted signature %q, want %s", sig, want)
-		}
-		if err := goGitHubAccepts(h, body, fuzzSecret); err != nil {
-			t.Fatalf("accepted a request that go-github refuses: %v", err)
 		}
 		if got.ID != githubDelivery || got.Type == "" || got.SecretIndex != 0 || string(got.Body) != string(body) {
 			t.Fatalf("Verify = %+v", got)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/tamper"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -95,9 +96,9 @@ func linearRejections() []rejection {
 		{"garbage", h("garbage"), body, provider.ErrNoValidSignature},
 		{"wrong secret", linearSigned(otherSecret, body), body, provider.ErrNoValidSignature},
 		{"truncated signature", h(good[:63]), body, provider.ErrNoValidSignature},
-		{"last digit changed", h(lastHexChanged(good)), body, provider.ErrNoValidSignature},
-		{"one byte changed in body", h(good), oneByteChanged(body, testBodyMarker), provider.ErrNoValidSignature},
-		{"body re-serialized", h(good), reserialized(body), provider.ErrNoValidSignature},
+		{"last digit changed", h(tamper.LastHexChanged(good)), body, provider.ErrNoValidSignature},
+		{"one byte changed in body", h(good), tamper.OneByteChanged(body, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", h(good), tamper.Reserialized(body), provider.ErrNoValidSignature},
 		{"no webhookTimestamp", linearSigned(testSecret, noTS), noTS, provider.ErrMalformedSignature},
 		{"webhookTimestamp a string", linearSigned(testSecret, secondsTS), secondsTS, provider.ErrMalformedSignature},
 		{"too old", oldH, oldB, provider.ErrTimestampOutOfTolerance},

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/tamper"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -113,10 +114,10 @@ func TestShopifyRejects(t *testing.T) {
 		{"wrong secret", shopifyHeader(base64MAC(sha256.New, otherSecret, shopifyBody)), shopifyBody, provider.ErrNoValidSignature},
 		{"truncated signature", shopifyHeader(good[:24]), shopifyBody, provider.ErrNoValidSignature},
 		{"padding dropped", shopifyHeader(strings.TrimRight(good, "=")), shopifyBody, provider.ErrNoValidSignature},
-		{"last character changed", shopifyHeader(lastBase64Changed(good)), shopifyBody, provider.ErrNoValidSignature},
+		{"last character changed", shopifyHeader(tamper.LastBase64Changed(good)), shopifyBody, provider.ErrNoValidSignature},
 		{"url-safe alphabet", shopifyHeader(strings.NewReplacer("+", "-", "/", "_").Replace(base64MAC(sha256.New, testSecret, []byte("{}")))), []byte("{}"), provider.ErrNoValidSignature},
-		{"one byte changed in body", shopifyHeader(good), oneByteChanged(shopifyBody, testBodyMarker), provider.ErrNoValidSignature},
-		{"body re-serialized", shopifyHeader(good), reserialized(shopifyBody), provider.ErrNoValidSignature},
+		{"one byte changed in body", shopifyHeader(good), tamper.OneByteChanged(shopifyBody, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", shopifyHeader(good), tamper.Reserialized(shopifyBody), provider.ErrNoValidSignature},
 		{"empty body", shopifyHeader(good), nil, provider.ErrNoValidSignature},
 		{"unknown algorithm alone (sha512)", shopifyHeader(base64MAC(sha512.New, testSecret, shopifyBody)), shopifyBody, provider.ErrNoValidSignature},
 		{"prefixed", shopifyHeader("sha256=" + good), shopifyBody, provider.ErrNoValidSignature},

@@ -12,10 +12,10 @@ import (
 )
 
 // FuzzSlackHeaders checks that nothing verifies that was not signed: whenever Verify
-// accepts, the signature is the v0 HMAC of the timestamp as sent and the body, and
-// slack-go accepts the same request. Both check the timestamp against the real clock,
-// so seeds made now are accepted; seeds from testdata have gone stale and exercise the
-// refusals.
+// accepts, the signature is the v0 HMAC of the timestamp as sent and the body.
+// (internal/oracle's FuzzSlackHeaders checks that slack-go accepts the same request.)
+// Verify checks the timestamp against the real clock, as slack-go does, so seeds made
+// now are accepted; seeds from testdata have gone stale and exercise the refusals.
 func FuzzSlackHeaders(f *testing.F) {
 	body := []byte(`{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}`)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
@@ -40,9 +40,6 @@ func FuzzSlackHeaders(f *testing.F) {
 		}
 		if want := slackSignature(fuzzSecret, ts, body); "v0="+strings.ToLower(strings.TrimPrefix(sig, "v0=")) != want {
 			t.Fatalf("accepted signature %q, want %s", sig, want)
-		}
-		if err := slackGoAccepts(h, body, fuzzSecret); err != nil {
-			t.Fatalf("accepted a request that slack-go refuses: %v", err)
 		}
 		if got.ID == "" || got.Type == "" || string(got.Body) != string(body) {
 			t.Fatalf("Verify = %+v", got)

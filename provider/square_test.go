@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookinbox/hookinbox/internal/tamper"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -119,9 +120,9 @@ func squareRejections() []rejection {
 		{"signed for another URL", h(squareSignature(testSecret, squarePublicURL+"/x", squareBody)), squareBody, provider.ErrNoValidSignature},
 		{"body alone signed", h(squareSignature(testSecret, "", squareBody)), squareBody, provider.ErrNoValidSignature},
 		{"truncated signature", h(good[:40]), squareBody, provider.ErrNoValidSignature},
-		{"last character changed", h(lastBase64Changed(good)), squareBody, provider.ErrNoValidSignature},
-		{"one byte changed in body", h(good), oneByteChanged(squareBody, testBodyMarker), provider.ErrNoValidSignature},
-		{"body re-serialized", h(good), reserialized(squareBody), provider.ErrNoValidSignature},
+		{"last character changed", h(tamper.LastBase64Changed(good)), squareBody, provider.ErrNoValidSignature},
+		{"one byte changed in body", h(good), tamper.OneByteChanged(squareBody, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", h(good), tamper.Reserialized(squareBody), provider.ErrNoValidSignature},
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 const fuzzSWSecret = "whsec_ZnV6ei1zZWNyZXQ="
 
 // FuzzStandardWebhooksHeaders checks that nothing verifies that was not signed:
-// whenever Verify accepts, the signature header holds the library's signature of the
-// id, timestamp and body as one of its elements, and both libraries accept the same
-// request.
+// whenever Verify accepts, the signature header holds the signature of the id,
+// timestamp and body as one of its elements. (internal/oracle's
+// FuzzStandardWebhooksHeaders checks that both official libraries accept the same
+// request.)
 func FuzzStandardWebhooksHeaders(f *testing.F) {
 	body := []byte(`{"type":"invoice.paid"}`)
 	ts := unix(testNow)
@@ -47,17 +48,13 @@ func FuzzStandardWebhooksHeaders(f *testing.F) {
 		if !slices.Contains(strings.Split(sig, " "), want) {
 			t.Fatalf("accepted signature header %q, which lacks %s", sig, want)
 		}
-		standard, svixErr := librariesAccept(t, h, body, fuzzSWSecret)
-		if standard != nil || svixErr != nil {
-			t.Fatalf("accepted a request that the libraries refuse: %v, %v", standard, svixErr)
-		}
 		if got.ID != id || got.Type == "" || string(got.Body) != string(body) {
 			t.Fatalf("Verify = %+v", got)
 		}
 	})
 }
 
-// FuzzStandardWebhooksEvent checks the type of bodies signed by the library against an
+// FuzzStandardWebhooksEvent checks the type of correctly signed bodies against an
 // independent reading of the body's "type".
 func FuzzStandardWebhooksEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"invoice.paid","data":{}}`))

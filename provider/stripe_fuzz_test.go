@@ -1,14 +1,11 @@
 package provider_test
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -36,8 +33,9 @@ func checkSentinel(t *testing.T, err error) {
 }
 
 // FuzzStripeHeader checks that nothing verifies that was not signed: whenever Verify
-// accepts, the header carries stripe-go's signature of the body for the accepted
-// timestamp, and stripe-go accepts the same header.
+// accepts, the header carries the v1 signature of the body for the accepted
+// timestamp. (internal/oracle's FuzzStripeHeader checks that stripe-go accepts the
+// same header.)
 func FuzzStripeHeader(f *testing.F) {
 	body := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
 	good := signatureHex(body, fuzzSecret, testNow)
@@ -60,12 +58,9 @@ func FuzzStripeHeader(f *testing.F) {
 			return
 		}
 
-		want := "v1=" + hex.EncodeToString(webhook.ComputeSignature(got.Timestamp, body, fuzzSecret))
+		want := "v1=" + signatureHex(body, fuzzSecret, got.Timestamp)
 		if !strings.Contains(strings.ToLower(header), want) {
 			t.Fatalf("accepted header %q lacks %s", header, want)
-		}
-		if err := webhook.ValidatePayloadIgnoringTolerance(body, header, fuzzSecret); err != nil {
-			t.Fatalf("accepted header %q that stripe-go refuses: %v", header, err)
 		}
 		if got.ID == "" || got.Type == "" || got.SecretIndex != 0 || string(got.Body) != string(body) {
 			t.Fatalf("Verify = %+v", got)

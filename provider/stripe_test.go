@@ -2,17 +2,16 @@ package provider_test
 
 import (
 	"bytes"
-	"encoding/hex"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookinbox/hookinbox/provider"
 )
@@ -36,23 +35,21 @@ var (
   "data": {"object": {"id": "in_1", "description": "` + testBodyMarker + `"}}
 }`)
 
-	// testNow is the fixed clock of tests that do not cross-check against stripe-go,
-	// which always uses the real clock.
+	// testNow is the fixed clock of the tests.
 	testNow = time.Unix(1_700_000_000, 0)
 )
 
-// signedHeader returns a Stripe-Signature header for body, produced by stripe-go.
+// signedHeader returns a Stripe-Signature header for body, computed from Stripe's
+// definition: the bytes stripe-go's test helper produces (internal/oracle checks that
+// stripe-go accepts such headers, and makes its own).
 func signedHeader(body []byte, secret string, at time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{
-		Payload:   body,
-		Secret:    secret,
-		Timestamp: at,
-	}).Header
+	return fmt.Sprintf("t=%d,v1=%s", at.Unix(), signatureHex(body, secret, at))
 }
 
-// signatureHex returns stripe-go's v1 signature of body, in hex.
+// signatureHex returns the v1 signature of body at at: the hex HMAC-SHA256 of
+// "<unix seconds>.<body>".
 func signatureHex(body []byte, secret string, at time.Time) string {
-	return hex.EncodeToString(webhook.ComputeSignature(at, body, secret))
+	return hexMAC(sha256.New, secret, []byte(strconv.FormatInt(at.Unix(), 10)+"."), body)
 }
 
 func stripeHeader(value string) http.Header {
@@ -86,7 +83,7 @@ func TestStripeNameAndRetryWindow(t *testing.T) {
 	}
 }
 
-func TestStripeVerifiesStripeGoSignature(t *testing.T) {
+func TestStripeVerifies(t *testing.T) {
 	t.Parallel()
 
 	s := newTestStripe(t, testSecret)
@@ -105,51 +102,6 @@ func TestStripeVerifiesStripeGoSignature(t *testing.T) {
 	}
 	if !got.Timestamp.Equal(testNow) {
 		t.Errorf("Timestamp = %s, want %s", got.Timestamp, testNow)
-	}
-}
-
-// TestStripeAgreesWithStripeGo cross-checks verdicts with stripe-go on the real clock,
-// in both directions: headers stripe-go signs, and headers built by hand.
-func TestStripeAgreesWithStripeGo(t *testing.T) {
-	t.Parallel()
-
-	s, err := provider.NewStripe(provider.StripeConfig{Secrets: []string{testSecret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	good := signatureHex(testBody, testSecret, now)
-	wrong := signatureHex(testBody, otherSecret, now)
-	ts := fmt.Sprintf("t=%d", now.Unix())
-
-	tests := []struct {
-		name   string
-		header string
-		body   []byte
-		wantOK bool
-	}{
-		{"stripe-go signed", signedHeader(testBody, testSecret, now), testBody, true},
-		{"good then extra schemes", ts + ",v1=" + good + ",v0=" + wrong, testBody, true},
-		{"bad then good v1", ts + ",v1=" + wrong + ",v1=" + good, testBody, true},
-		{"uppercase hex", ts + ",v1=" + strings.ToUpper(good), testBody, true},
-		{"signature first", "v1=" + good + "," + ts, testBody, true},
-		{"wrong secret", ts + ",v1=" + wrong, testBody, false},
-		{"truncated", ts + ",v1=" + good[:32], testBody, false},
-		{"body changed", ts + ",v1=" + good, append(bytes.Clone(testBody), ' '), false},
-		{"v0 only", ts + ",v0=" + good, testBody, false},
-		{"extra equals", ts + ",v1=" + good + ",x=a=b", testBody, false},
-		{"stale", signedHeader(testBody, testSecret, now.Add(-10*time.Minute)), testBody, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-
-			_, ours := s.Verify(stripeHeader(tt.header), tt.body)
-			theirs := webhook.ValidatePayloadWithTolerance(tt.body, tt.header, testSecret, provider.DefaultTolerance)
-			if (ours == nil) != tt.wantOK || (theirs == nil) != tt.wantOK {
-				t.Errorf("ours: %v, stripe-go: %v, want ok %t", ours, theirs, tt.wantOK)
-			}
-		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/tamper"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -98,9 +99,9 @@ func zoomRejections() []rejection {
 		{"wrong secret", zoomSigned(otherSecret, testNow, zoomBody), zoomBody, provider.ErrNoValidSignature},
 		{"v1", h("v1=" + good[3:]), zoomBody, provider.ErrNoValidSignature},
 		{"truncated signature", h(good[:60]), zoomBody, provider.ErrNoValidSignature},
-		{"last digit changed", h(lastHexChanged(good)), zoomBody, provider.ErrNoValidSignature},
-		{"one byte changed in body", h(good), oneByteChanged(zoomBody, testBodyMarker), provider.ErrNoValidSignature},
-		{"body re-serialized", h(good), reserialized(zoomBody), provider.ErrNoValidSignature},
+		{"last digit changed", h(tamper.LastHexChanged(good)), zoomBody, provider.ErrNoValidSignature},
+		{"one byte changed in body", h(good), tamper.OneByteChanged(zoomBody, testBodyMarker), provider.ErrNoValidSignature},
+		{"body re-serialized", h(good), tamper.Reserialized(zoomBody), provider.ErrNoValidSignature},
 		{"signature for another timestamp", zoomHeader(strconv.FormatInt(testNow.Unix()+1, 10), good), zoomBody, provider.ErrNoValidSignature},
 		{"too old", signedAt(testNow.Add(-provider.DefaultTolerance - time.Second)), zoomBody, provider.ErrTimestampOutOfTolerance},
 		{"too far in the future", signedAt(testNow.Add(provider.DefaultTolerance + time.Second)), zoomBody, provider.ErrTimestampOutOfTolerance},

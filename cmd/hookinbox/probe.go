@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/probe"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // probeFlags are probe's options.
@@ -93,7 +93,7 @@ returns other columns. Reference: docs/PROBE.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "the receiver's webhook URL")
-	fl.StringVar(&f.provider, "provider", "", "the provider to deliver as: "+strings.Join(hookinboxtest.Names(), ", "))
+	fl.StringVar(&f.provider, "provider", "", "the provider to deliver as: "+strings.Join(sign.Names(), ", "))
 	fl.StringVar(&f.secretEnv, "secret-env", "", "environment variable holding the signing secret (discord, sendgrid: the private key)")
 	fl.StringVar(&f.secretFile, "secret-file", "", "file holding the signing secret")
 	fl.StringVar(&f.keyFile, "private-key-file", "", "file holding the private key, for discord (Ed25519 seed, hex) and sendgrid (P-256, base64 DER)")
@@ -175,9 +175,9 @@ func (a *app) probeConfig(f *probeFlags) (*probe.Config, error) {
 	case f.target == "":
 		return nil, usagef("--target: the receiver's webhook URL is required")
 	case f.provider == "":
-		return nil, usagef("--provider is required: one of %s", strings.Join(hookinboxtest.Names(), ", "))
-	case !slices.Contains(hookinboxtest.Names(), f.provider):
-		return nil, usagef("--provider %s: unknown (known: %s)", f.provider, strings.Join(hookinboxtest.Names(), ", "))
+		return nil, usagef("--provider is required: one of %s", strings.Join(sign.Names(), ", "))
+	case !slices.Contains(sign.Names(), f.provider):
+		return nil, usagef("--provider %s: unknown (known: %s)", f.provider, strings.Join(sign.Names(), ", "))
 	case f.checkURL != "" && (f.checkDatabaseURL != "" || f.checkSQL != ""):
 		return nil, usagef("give --check-url, or --check-database-url with --check-sql, not both")
 	case f.checkURL == "" && (f.checkDatabaseURL == "" || f.checkSQL == ""):
@@ -201,9 +201,9 @@ func (a *app) probeConfig(f *probeFlags) (*probe.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := hookinboxtest.SignerFor(f.provider, []string{secret}, f.options)
+	signer, err := sign.For(f.provider, []string{secret}, f.options)
 	if err != nil {
-		return nil, usagef("--provider %s: %v", f.provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+		return nil, usagef("--provider %s: %v", f.provider, err)
 	}
 	settle := f.settle
 	if settle <= 0 {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // sendFlags are send's options.
@@ -37,6 +37,8 @@ type sendFlags struct {
 	concurrency int
 	shuffle     bool
 	timeout     time.Duration
+	// printPublicKey prints the public key of the private key instead of sending.
+	printPublicKey bool
 }
 
 // templateFlags shape a template and make no sense with --file; each provider's
@@ -57,7 +59,7 @@ func (a *app) sendCommand() *cobra.Command { return a.newSendCommand(a.send) }
 
 // newSendCommand is send, with deliver in place of a.send: tests take the events and
 // the signer from there.
-func (a *app) newSendCommand(deliver func(*sendFlags, []outgoing, hookinboxtest.Signer) error) *cobra.Command {
+func (a *app) newSendCommand(deliver func(*sendFlags, []outgoing, sign.Signer) error) *cobra.Command {
 	var f sendFlags
 	cmd := &cobra.Command{
 		Use:   "send",
@@ -73,7 +75,10 @@ header=X-Signature --option algorithm=sha256 for hmac; --option public_url=URL f
 twilio and square, to sign for the URL the provider calls rather than --url). For
 discord and sendgrid, which providers sign with their private key, the secret is a
 private key: discord's Ed25519 seed in hex, sendgrid's P-256 key as base64 DER; the
-endpoint is configured with the matching public key.
+endpoint is configured with the matching public key, which --print-public-key
+prints (public_key=...) and sends nothing. Without a private key, --print-public-key
+makes a new key pair and prints both (private_key=... and public_key=...): give the
+private key to send (--secret-env) and the public key to the endpoint (public_keys).
 
 Events come from a built-in template shaped like the provider's events (--type, one
 event per type) or, with --file, from a JSON file sent byte for byte ("-" reads
@@ -130,9 +135,17 @@ order (with several --type values: out-of-order delivery).`,
 
   # a GitHub issue opened, then a push
   hookinbox send --provider github --secret-env GITHUB_WEBHOOK_SECRET \
-      --url http://127.0.0.1:8080/webhooks/github --type issues.opened,push`,
+      --url http://127.0.0.1:8080/webhooks/github --type issues.opened,push
+
+  # a new Discord key pair in the shell's variables, then the endpoint's public key
+  eval "$(hookinbox send --provider discord --print-public-key)"
+  export DISCORD_PRIVATE_KEY=$private_key DISCORD_PUBLIC_KEY=$public_key
+  hookinbox send --provider discord --secret-env DISCORD_PRIVATE_KEY --print-public-key`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.printPublicKey {
+				return a.printPublicKey(&f)
+			}
 			events, signer, err := a.prepareSend(cmd, &f)
 			if err != nil {
 				return err
@@ -157,11 +170,12 @@ order (with several --type values: out-of-order delivery).`,
 	fl.IntVar(&f.concurrency, "concurrency", 1, "requests in flight at once")
 	fl.BoolVar(&f.shuffle, "shuffle", false, "send in random order")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request")
+	fl.BoolVar(&f.printPublicKey, "print-public-key", false, "discord, sendgrid: print the public key of the private key (the endpoint's public_keys), or without one a new key pair, and send nothing")
 	return cmd
 }
 
 // prepareSend checks the flags and builds the events and the signer.
-func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinboxtest.Signer, error) {
+func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, sign.Signer, error) {
 	switch {
 	case f.repeat < 1:
 		return nil, nil, usagef("--repeat must be at least 1")
@@ -169,22 +183,17 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		return nil, nil, usagef("--concurrency must be at least 1")
 	case f.timeout <= 0:
 		return nil, nil, usagef("--timeout must be positive")
-	case f.secret != "" && f.secretEnv != "":
-		return nil, nil, usagef("give --secret or --secret-env, not both")
 	}
-	secret := f.secret
-	if f.secretEnv != "" {
-		secret, _ = a.lookupEnv(f.secretEnv)
-		if secret == "" {
-			return nil, nil, usagef("--secret-env: environment variable %s is empty or unset", f.secretEnv)
-		}
+	secret, err := a.signingSecret(f)
+	if err != nil {
+		return nil, nil, err
 	}
 	if secret == "" {
 		return nil, nil, usagef("no signing secret: pass --secret-env VAR (or --secret)")
 	}
-	signer, err := hookinboxtest.SignerFor(f.provider, []string{secret}, f.options)
+	signer, err := sign.For(f.provider, []string{secret}, f.options)
 	if err != nil {
-		return nil, nil, usagef("--provider %s: %v", f.provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+		return nil, nil, usagef("--provider %s: %v", f.provider, err)
 	}
 
 	if f.file != "" {
@@ -198,7 +207,7 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 			return nil, nil, err
 		}
 		if cmd.Flags().Changed("id") || cmd.Flags().Changed("type") {
-			if _, ok := signer.(hookinboxtest.EventSigner); !ok {
+			if _, ok := signer.(sign.EventSigner); !ok {
 				return nil, nil, usagef("--id and --type with --file: %s takes them from the body", f.provider)
 			}
 			if cmd.Flags().Changed("type") && len(f.types) != 1 {
@@ -219,6 +228,52 @@ func (a *app) prepareSend(cmd *cobra.Command, f *sendFlags) ([]outgoing, hookinb
 		return nil, nil, err
 	}
 	return events, signer, nil
+}
+
+// signingSecret returns the secret (or private key) of --secret or --secret-env, ""
+// when neither is given.
+func (a *app) signingSecret(f *sendFlags) (string, error) {
+	switch {
+	case f.secret != "" && f.secretEnv != "":
+		return "", usagef("give --secret or --secret-env, not both")
+	case f.secretEnv != "":
+		secret, _ := a.lookupEnv(f.secretEnv)
+		if secret == "" {
+			return "", usagef("--secret-env: environment variable %s is empty or unset", f.secretEnv)
+		}
+		return secret, nil
+	}
+	return f.secret, nil
+}
+
+// printPublicKey prints public_key=<the public key of the private key send signs
+// with>, in the form an endpoint's public_keys take; without a private key it makes
+// a new pair and prints private_key=<it> first. The lines are shell assignments, so
+// that eval "$(hookinbox send ... --print-public-key)" sets both.
+func (a *app) printPublicKey(f *sendFlags) error {
+	if !slices.Contains(sign.KeyPairProviders, f.provider) {
+		return usagef("--print-public-key: --provider %s signs with a shared secret, which has no public key (%s sign with a key pair)",
+			f.provider, strings.Join(sign.KeyPairProviders, " and "))
+	}
+	private, err := a.signingSecret(f)
+	if err != nil {
+		return err
+	}
+	if private == "" {
+		private, public, err := sign.GenerateKey(f.provider)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "a new %s key pair: give the private key to send (--secret-env) and the public key to the endpoint (public_keys); it is stored nowhere else\n", f.provider)
+		fmt.Fprintf(a.stdout, "private_key=%s\npublic_key=%s\n", private, public)
+		return nil
+	}
+	public, err := sign.PublicKey(f.provider, private)
+	if err != nil {
+		return usagef("--print-public-key: %v", err)
+	}
+	fmt.Fprintf(a.stdout, "public_key=%s\n", public)
+	return nil
 }
 
 // templateEvents builds the events of f.provider's template, one per type.
@@ -313,7 +368,7 @@ func (a *app) readEventFile(path string) (outgoing, error) {
 
 // send posts every event f.repeat times with f.concurrency requests in flight and
 // prints each answer. The copies start together, so duplicates are concurrent.
-func (a *app) send(f *sendFlags, events []outgoing, signer hookinboxtest.Signer) error {
+func (a *app) send(f *sendFlags, events []outgoing, signer sign.Signer) error {
 	var jobs []outgoing
 	for _, ev := range events {
 		for range f.repeat {
@@ -362,7 +417,7 @@ func (a *app) send(f *sendFlags, events []outgoing, signer hookinboxtest.Signer)
 }
 
 // post sends one copy, signed now, and describes the answer in one line.
-func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgoing) (string, bool) {
+func post(client *http.Client, url string, signer sign.Signer, ev outgoing) (string, bool) {
 	prefix := fmt.Sprintf("%s %s ->", orDash(ev.id), orDash(ev.typ))
 	req, err := newSignedRequest(url, signer, ev)
 	if err != nil {
@@ -378,10 +433,10 @@ func post(client *http.Client, url string, signer hookinboxtest.Signer, ev outgo
 	return fmt.Sprintf("%s %d %s", prefix, resp.StatusCode, answer), resp.StatusCode >= 200 && resp.StatusCode < 300
 }
 
-// newSignedRequest is hookinboxtest.NewRequest (which signs URL-signed schemes for
+// newSignedRequest is sign.NewRequest (which signs URL-signed schemes for
 // url), except that schemes that send the event's id and type in headers get the
 // event's own.
-func newSignedRequest(url string, signer hookinboxtest.Signer, ev outgoing) (*http.Request, error) {
+func newSignedRequest(url string, signer sign.Signer, ev outgoing) (*http.Request, error) {
 	h, err := signedHeaders(url, signer, ev)
 	if err != nil {
 		return nil, err

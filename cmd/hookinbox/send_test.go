@@ -574,3 +574,104 @@ func TestSend_HelpNamesEveryProvider(t *testing.T) {
 		}
 	}
 }
+
+// printedKey runs send --print-public-key for name with the private key private (""
+// for none) and returns what it printed, as the shell variables it assigns.
+func printedKey(t *testing.T, name, private string) map[string]string {
+	t.Helper()
+	args := []string{"send", "--provider", name, "--print-public-key"}
+	env := map[string]string{}
+	if private != "" {
+		env["SEND_PRIVATE_KEY"] = private
+		args = append(args, "--secret-env", "SEND_PRIVATE_KEY")
+	}
+	r := runInProcess(t, env, args...)
+	if r.code != 0 {
+		t.Fatalf("%v: exit %d, %s", args, r.code, r.stderr)
+	}
+	vars := map[string]string{}
+	for line := range strings.Lines(r.stdout) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			t.Fatalf("%v: line %q is not an assignment", args, line)
+		}
+		vars[k] = v
+	}
+	return vars
+}
+
+// TestSend_PrintPublicKey checks that the public key --print-public-key prints, and
+// the pair it makes without a private key, configure a verifier (package provider)
+// that accepts what send signs with the private key, and refuses another key's.
+func TestSend_PrintPublicKey(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"discord", "sendgrid"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			given := printedKey(t, name, sendPrivateKeys[name])
+			if len(given) != 1 || given["public_key"] == "" {
+				t.Fatalf("with a private key: printed %v, want public_key alone", given)
+			}
+			pair := printedKey(t, name, "")
+			if len(pair) != 2 || pair["private_key"] == "" || pair["public_key"] == "" {
+				t.Fatalf("without a private key: printed %v, want private_key and public_key", pair)
+			}
+			if again := printedKey(t, name, pair["private_key"]); again["public_key"] != pair["public_key"] {
+				t.Errorf("the new pair's private key prints public key %s, not the pair's %s", again["public_key"], pair["public_key"])
+			}
+
+			for _, tt := range []struct {
+				what, private, public string
+			}{
+				{"the given key", sendPrivateKeys[name], given["public_key"]},
+				{"the new pair", pair["private_key"], pair["public_key"]},
+			} {
+				v, err := provider.New(name, provider.Options{PublicKeys: []string{tt.public}})
+				if err != nil {
+					t.Fatalf("%s: the printed public key configures no verifier: %v", tt.what, err)
+				}
+				events, signer, err := prepared(t, "--provider", name, "--secret", tt.private)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req, body := signed(t, signer, events[0])
+				if _, err := verifySent(v, req, body); err != nil {
+					t.Errorf("%s: what send signs does not verify with the printed public key: %v", tt.what, err)
+				}
+			}
+			v, err := provider.New(name, provider.Options{PublicKeys: []string{pair["public_key"]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, signer, err := prepared(t, "--provider", name, "--secret", sendPrivateKeys[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, body := signed(t, signer, events[0])
+			if _, err := verifySent(v, req, body); !errors.Is(err, provider.ErrNoValidSignature) {
+				t.Errorf("another key's signature under the new pair's public key: %v, want %v", err, provider.ErrNoValidSignature)
+			}
+		})
+	}
+}
+
+// --print-public-key is refused, with exit 2, for a scheme of shared secrets and for
+// a private key that does not parse, whose text the error does not quote.
+func TestSend_PrintPublicKeyRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider", "stripe"}, "stripe signs with a shared secret"},
+		{[]string{"--provider", "discord", "--secret", "not-hex-PRIVATE"}, "not hex"},
+		{[]string{"--provider", "sendgrid", "--secret", "bm90IGEga2V5LVBSSVZBVEU="}, "not a DER ECDSA P-256 key"},
+		{[]string{"--provider", "discord", "--secret", "a", "--secret-env", "B"}, "not both"},
+	} {
+		r := runInProcess(t, nil, append([]string{"send", "--print-public-key"}, tt.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tt.want) || r.stdout != "" || strings.Contains(r.stderr, "PRIVATE") {
+			t.Errorf("send --print-public-key %v: exit %d, stdout %q, stderr %q; want 2 and an error saying %q without the key",
+				tt.args, r.code, r.stdout, r.stderr, tt.want)
+		}
+	}
+}

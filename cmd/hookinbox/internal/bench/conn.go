@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/probe"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // A poster sends one signed event and returns the status and the Hookinbox-Outcome
@@ -35,7 +35,7 @@ type poster interface {
 // net/http's own parser (http.ReadResponse), so it measures the same server for
 // less. It sends one request at a time per connection (no pipelining), as a
 // closed-loop sender does.
-func newPoster(target string, signer hookinboxtest.Signer, timeout time.Duration, client func() *http.Client) (poster, error) {
+func newPoster(target string, signer sign.Signer, timeout time.Duration, client func() *http.Client) (poster, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("--url %s: %w", target, err)
@@ -54,7 +54,7 @@ func newPoster(target string, signer hookinboxtest.Signer, timeout time.Duration
 type clientPoster struct {
 	client *http.Client
 	url    string
-	signer hookinboxtest.Signer
+	signer sign.Signer
 }
 
 // post sends ev signed now and reads the answer to the end, so that the connection
@@ -86,7 +86,7 @@ func (c *clientPoster) close() {}
 // needed and dropped after any error or a Connection: close.
 type connPoster struct {
 	url, addr, host, path string
-	signer                hookinboxtest.Signer
+	signer                sign.Signer
 	timeout               time.Duration
 
 	conn net.Conn
@@ -163,7 +163,7 @@ func (c *connPoster) close() {
 
 // signedHeaders returns the headers of ev signed now for url, with a JSON content
 // type unless the signer sets another.
-func signedHeaders(url string, signer hookinboxtest.Signer, ev event) (http.Header, error) {
+func signedHeaders(url string, signer sign.Signer, ev event) (http.Header, error) {
 	return probe.SignedHeaders(url, signer, ev.body, ev.id, cmp.Or(ev.signType, ev.typ), time.Now())
 }
 

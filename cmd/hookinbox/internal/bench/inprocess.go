@@ -13,7 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // inProcess is the server of a run in this process, and what its modes need of it.
@@ -66,7 +66,7 @@ func runInProcess(ctx context.Context, c *Config, r *Report, p *progress) error 
 	if c.Mode == ModeForward || c.Mode == ModeDispatch {
 		r.Settings.Dispatchers = c.Dispatchers
 	}
-	signer, err := hookinboxtest.SignerFor(c.Provider, []string{secret}, nil)
+	signer, err := sign.For(c.Provider, []string{secret}, nil)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *inProcess) endpointURL(addr, name string) string {
 // runner is what every mode's sending needs.
 type runner struct {
 	c      *Config
-	signer hookinboxtest.Signer
+	signer sign.Signer
 	gen    *eventGen
 	cpu    *cpuMeter
 }

@@ -13,14 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // loadSpec is one closed-loop run.
 type loadSpec struct {
 	client      *http.Client
 	url         string
-	signer      hookinboxtest.Signer
+	signer      sign.Signer
 	gen         *eventGen
 	concurrency int
 	// count requests in all, or as many as fit in duration.

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 	"github.com/hookinbox/hookinbox/provider"
 )
 
@@ -218,7 +218,7 @@ func runNaive(ctx context.Context, c *Config, admin *pgxpool.Pool, raw string, c
 		return nr
 	}
 	settings.checkpoint(ctx, admin)
-	rn := &runner{c: c, signer: hookinboxtest.Stripe(secret), gen: gen,
+	rn := &runner{c: c, signer: sign.Stripe(secret), gen: gen,
 		cpu: newCPUMeter("bench (load generator and naive receiver)", raw)}
 	spec, answered := rn.spec(url)
 	p.track("naive", "requests", answered.Load)

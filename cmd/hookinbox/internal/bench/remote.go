@@ -2,21 +2,20 @@ package bench
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // runRemote sends to a server that is already running. With c.DatabaseURL it also
 // reads that database's settings and runs the pgbench anchor there.
 func runRemote(ctx context.Context, c *Config, r *Report, p *progress) error {
 	r.Target = c.URL
-	signer, err := hookinboxtest.SignerFor(c.Provider, []string{c.Secret}, c.Options)
+	signer, err := sign.For(c.Provider, []string{c.Secret}, c.Options)
 	if err != nil {
-		return usagef("--provider %s: %v", c.Provider, strings.TrimPrefix(err.Error(), "hookinboxtest: "))
+		return usagef("--provider %s: %v", c.Provider, err)
 	}
 	gen, err := newEventGen(c.TemplateFunc, c.Provider, c.Options)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
 	"github.com/hookinbox/hookinbox/examples/billing"
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 //go:embed faults.sql
@@ -178,7 +178,7 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sendgridPublic, err := hookinboxtest.SendGridPublicKey(sendgridKey)
+	sendgridPublic, err := sign.SendGridPublicKey(sendgridKey)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +241,8 @@ func Run(ctx context.Context, s *Scenario, o *Options) (*Report, error) {
 
 	sender := &Sender{
 		Receivers: func() string { return "http://" + receivers[rand.IntN(len(receivers))] },
-		Signers: map[string]hookinboxtest.Signer{
-			"stripe": hookinboxtest.Stripe("whsec_chaos_" + s.Name), "sendgrid": hookinboxtest.SendGrid(sendgridKey),
+		Signers: map[string]sign.Signer{
+			"stripe": sign.Stripe("whsec_chaos_" + s.Name), "sendgrid": sign.SendGrid(sendgridKey),
 		},
 		Concurrency: o.Senders,
 		Timeout:     10 * time.Second,

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // Sender delivers a workload like a provider: Concurrency senders take the deliveries
@@ -22,7 +22,7 @@ type Sender struct {
 	// with several receivers it picks one, like a load balancer.
 	Receivers func() string
 	// Signers sign by provider ("stripe", "sendgrid").
-	Signers map[string]hookinboxtest.Signer
+	Signers map[string]sign.Signer
 	// Concurrency is the number of senders.
 	Concurrency int
 	// Timeout bounds one attempt, as a provider's does.
@@ -145,7 +145,7 @@ func (s *Sender) deliver(ctx context.Context, client *http.Client, d *Delivery, 
 func (s *Sender) attempt(ctx context.Context, client *http.Client, d *Delivery) Attempt {
 	a := Attempt{Delivery: d, Start: time.Now(), Class: "error"}
 	ep := d.Endpoint()
-	req, err := hookinboxtest.NewRequest(s.Receivers()+ep.Path(), s.Signers[ep.provider()], d.Body)
+	req, err := sign.NewRequest(s.Receivers()+ep.Path(), s.Signers[ep.provider()], d.Body)
 	if err != nil {
 		a.End = time.Now()
 		return a

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // Attempt is one request of a delivery and how it ended.
@@ -106,7 +106,7 @@ func (d *Delivery) record(a Attempt) {
 // sender delivers events to the target as the provider does.
 type sender struct {
 	target   string
-	signer   hookinboxtest.Signer
+	signer   sign.Signer
 	client   *http.Client
 	schedule Schedule
 	scale    float64
@@ -273,13 +273,13 @@ func transportError(err error) string {
 // signer signs them: schemes that send the event's id and type in headers get id and
 // typ, schemes that sign the URL get target. The Content-Type is JSON unless the
 // scheme sets another (Twilio's forms).
-func SignedHeaders(target string, signer hookinboxtest.Signer, body []byte, id, typ string, at time.Time) (http.Header, error) {
+func SignedHeaders(target string, signer sign.Signer, body []byte, id, typ string, at time.Time) (http.Header, error) {
 	var h http.Header
 	var err error
 	switch s := signer.(type) {
-	case hookinboxtest.EventSigner:
+	case sign.EventSigner:
 		h, err = s.SignEvent(body, at, id, typ)
-	case hookinboxtest.URLSigner:
+	case sign.URLSigner:
 		h, err = s.SignURL(target, body, at)
 	default:
 		h, err = signer.Sign(body, at)

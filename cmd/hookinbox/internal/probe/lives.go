@@ -67,7 +67,7 @@ var (
 	standardLives = []life{{"paid", steps("invoice.paid", "invoice.created")}}
 )
 
-// kinds are the providers' kinds, by the names of hookinboxtest.Names.
+// kinds are the providers' kinds, by the names of sign.Names.
 var kinds = map[string]kind{
 	"stripe": {
 		// Every fourth invoice is voided rather than paid.

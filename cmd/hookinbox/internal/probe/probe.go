@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/hookinboxtest"
+	"github.com/hookinbox/hookinbox/internal/sign"
 )
 
 // Config configures a run.
@@ -19,10 +19,10 @@ type Config struct {
 	// Target is the receiver's webhook URL. Required.
 	Target string
 	// Provider is the name of the provider whose deliveries the probe plays, one of
-	// hookinboxtest.Names. Required.
+	// sign.Names. Required.
 	Provider string
 	// Signer signs as the provider does, with the receiver's secret. Required.
-	Signer hookinboxtest.Signer
+	Signer sign.Signer
 	// Options are the provider's options (hookinbox's endpoint options): where the
 	// hmac scheme's events carry their id and type.
 	Options map[string]string

@@ -36,7 +36,7 @@ func (s Schedule) Window() time.Duration {
 }
 
 // schedules are the providers' schedules by provider name (the names of
-// hookinboxtest.Names).
+// sign.Names).
 var schedules = map[string]Schedule{
 	// Stripe: "up to three days with an exponential back off" in live mode; the
 	// intervals and the timeout are not published.
