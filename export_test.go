@@ -40,9 +40,10 @@ func (i *Inbox[TTx]) ClaimBatchForTest(ctx context.Context, limit int, endpoints
 	})
 }
 
-// ProcessBatchForTest processes claimed receipts as a worker does.
+// ProcessBatchForTest processes claimed receipts as a worker does, as if they had
+// just been claimed.
 func (i *Inbox[TTx]) ProcessBatchForTest(ctx context.Context, batch []*hookinboxtype.Receipt) {
-	i.processBatch(ctx, batch, "test-worker")
+	i.processBatch(ctx, batch, time.Now(), "test-worker")
 }
 
 // SyncQueuedForTest returns the number of sync deliveries waiting for a group.

@@ -76,7 +76,11 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker st
 func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string) {
 	for ctx.Err() == nil {
 		i.pending.Store(false) // the claim sees every receipt announced before it
-		i.lastClaim.Store(time.Now().UnixNano())
+		// The lease is counted from before the claim is sent: the database's own
+		// lease, from its now(), ends no earlier, however late the claim's answer
+		// arrives.
+		claimedAt := time.Now()
+		i.lastClaim.Store(claimedAt.UnixNano())
 		batch, err := i.claim(ctx, endpoints)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -94,7 +98,7 @@ func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker strin
 			// one or two.
 			i.notifyWorkers()
 		}
-		i.processBatch(ctx, batch, worker)
+		i.processBatch(ctx, batch, claimedAt, worker)
 	}
 }
 
@@ -147,9 +151,9 @@ var errBatchFailed = errors.New("a receipt of the batch failed")
 // 26. Every receipt's attempt was counted by the claim either way, and each ends as
 // one row of the attempt history under worker's name (a rolled-back part records
 // none: its receipts' attempts end in the parts after it).
-func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Receipt, worker string) {
+func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Receipt, leaseStart time.Time, worker string) {
 	if len(batch) == 1 {
-		_ = i.processClaimedBy(ctx, batch[0], time.Now().Add(i.worker.Lease), worker)
+		_ = i.processClaimedBy(ctx, batch[0], leaseStart.Add(i.worker.Lease), worker)
 		return
 	}
 	// The claim just leased the whole batch. Each part's transaction may take half of
@@ -168,15 +172,16 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Re
 				// when their leases end, as after a worker that stopped.
 				return
 			}
+			leaseStart = time.Now()
 			if !i.extendLeases(ctx, waiting(part, parts)) {
 				return // their leases end on their own
 			}
 		}
 		if len(part) == 1 {
-			_ = i.processClaimedBy(ctx, part[0], time.Now().Add(i.worker.Lease/2), worker)
+			_ = i.processClaimedBy(ctx, part[0], leaseStart.Add(i.worker.Lease/2), worker)
 			continue
 		}
-		if !i.processPart(ctx, part, worker) {
+		if !i.processPart(ctx, part, leaseStart.Add(i.worker.Lease/2), worker) {
 			mid := len(part) / 2
 			parts = append([][]*hookinboxtype.Receipt{part[:mid], part[mid:]}, parts...)
 		}
@@ -192,11 +197,12 @@ func waiting(part []*hookinboxtype.Receipt, parts [][]*hookinboxtype.Receipt) []
 	return all
 }
 
-// processPart processes receipts together (processTogether) within half a lease,
-// reports each attempt to the observer, and says whether they committed.
-func (i *Inbox[TTx]) processPart(ctx context.Context, part []*hookinboxtype.Receipt, worker string) bool {
+// processPart processes receipts together (processTogether) before deadline (half
+// their lease), reports each attempt to the observer, and says whether they
+// committed.
+func (i *Inbox[TTx]) processPart(ctx context.Context, part []*hookinboxtype.Receipt, deadline time.Time, worker string) bool {
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.worker.Lease/2)
+	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	pctx, span := i.startBatchAttempt(pctx, part)
 	done, err := i.processTogether(pctx, part, &driver.AttemptBy{Worker: worker, StartedAt: start})
