@@ -32,7 +32,7 @@ type Config struct {
 	// unless its SinkOptions say otherwise. Each destination is claimed only up to its
 	// free slots, so a slow one never holds the others' messages.
 	//
-	// Defaults to 16.
+	// Defaults to 32.
 	Concurrency int
 
 	// BatchSize is the most messages of one destination claimed in one statement.
@@ -105,7 +105,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Concurrency == 0 {
-		c.Concurrency = 16
+		c.Concurrency = 32
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 100

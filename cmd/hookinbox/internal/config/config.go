@@ -33,7 +33,7 @@ const (
 // as the dispatcher in serve, and so that delivery_timeout can be checked against
 // the lease with the key's name.
 const (
-	DefaultOutboxConcurrency  = 16
+	DefaultOutboxConcurrency  = 32
 	DefaultOutboxBatchSize    = 100
 	DefaultOutboxLease        = time.Minute
 	DefaultOutboxMaxAttempts  = 20

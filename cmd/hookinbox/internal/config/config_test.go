@@ -328,7 +328,7 @@ func TestParse_OutboxDefaultsAndNATSURLFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := cfg.Outbox
-	if o.Concurrency != 16 || o.Lease != time.Minute || o.MaxAttempts != 20 || o.DeliveryTimeout != 10*time.Second || o.PollInterval != time.Second {
+	if o.Concurrency != 32 || o.Lease != time.Minute || o.MaxAttempts != 20 || o.DeliveryTimeout != 10*time.Second || o.PollInterval != time.Second {
 		t.Errorf("outbox defaults = %+v", o)
 	}
 	if cfg.OutboxSink != nil || cfg.UsesNATS() || cfg.NATSURL != "nats://other:4222" {
