@@ -48,9 +48,9 @@
 //
 // A request that carries several events (a provider.BatchVerifier scheme, such as
 // SendGrid's arrays) is received by ReceiveBatch: a receipt per event, all in one
-// transaction, and one answer for the request. A delivery with an event id received before but
-// another body is a duplicate (the first body won), counted on the receipt
-// (Receipt.Conflicts) and logged with both bodies' SHA-256.
+// transaction, and one answer for the request. A delivery with an event id received
+// before but another body is a duplicate (the first body won), counted on the receipt
+// (hookinboxtype.Receipt.Conflicts) and logged with both bodies' SHA-256.
 //
 // # Handlers
 //
@@ -74,12 +74,12 @@
 // transaction that locks the rows, re-checks that they are still pending, bounds every
 // statement below the lease, applies the handlers and marks them processed; when one
 // fails, the batch is halved until the failing receipt is processed alone, in a
-// transaction of its own. On PostgreSQL a receipt
-// accepted by another process wakes idle workers through LISTEN/NOTIFY, sent after
-// commit and coalesced (Config.PollOnly turns it off); polling is the fallback. A failed attempt is recorded and retried after
-// RetryDelayFunc; the attempt that reaches the worker's MaxAttempts puts the receipt in
-// StateNeedsReview, as does the next claim of a receipt whose worker died during its
-// last attempt.
+// transaction of its own. On PostgreSQL a receipt accepted by another process wakes
+// idle workers through LISTEN/NOTIFY, sent after commit and coalesced
+// (Config.PollOnly turns it off); polling is the fallback. A failed attempt is
+// recorded and retried after RetryDelayFunc; the attempt that reaches the worker's
+// MaxAttempts puts the receipt in hookinboxtype.StateNeedsReview, as does the next
+// claim of a receipt whose worker died during its last attempt.
 //
 // # Schema and migrations
 //
