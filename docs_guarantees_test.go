@@ -2,9 +2,7 @@ package hookinbox_test
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,11 +30,8 @@ const sameWords = 8
 // guarantee a line or a test keeps.
 func TestContract_IsTheOnlyStatementOfTheGuarantees(t *testing.T) {
 	t.Parallel()
-	contract, err := os.ReadFile("docs/CONTRACT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := guaranteeRow.FindAllStringSubmatch(string(contract), -1)
+	contract := readDoc(t, "docs/CONTRACT.md")
+	rows := guaranteeRow.FindAllStringSubmatch(contract, -1)
 	if len(rows) != 8 {
 		t.Fatalf("docs/CONTRACT.md's table of guarantees has %d rows of G1–G8, want 8", len(rows))
 	}
@@ -55,40 +50,27 @@ func TestContract_IsTheOnlyStatementOfTheGuarantees(t *testing.T) {
 		t.Fatalf("planted copies: found %q, want the label, the definition and the run of G7's words", found)
 	}
 
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, suffix := range []string{".md", ".go"} {
+		for _, file := range repositoryFiles(t, suffix) {
+			if file == "docs/CONTRACT.md" {
+				continue
+			}
+			for _, r := range restatements(file, readDoc(t, file), definitions) {
+				t.Errorf("%s: %s; link to docs/CONTRACT.md#guarantees instead", file, r)
+			}
 		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == ".git") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || path == filepath.FromSlash("docs/CONTRACT.md") ||
-			!(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".go")) {
-			return nil
-		}
-		body, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, r := range restatements(path, string(body), definitions) {
-			t.Errorf("%s: %s; link to docs/CONTRACT.md#guarantees instead", path, r)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
-// restatements returns the places where the file at path, whose content is body,
-// defines a guarantee again: a label that starts a definition, and (in documents)
-// runs of sameWords words of a definition.
-func restatements(path, body string, definitions map[string]string) []string {
+// restatements returns the places where file, whose content is body, defines a
+// guarantee again: a label that starts a definition, and (in documents) runs of
+// sameWords words of a definition.
+func restatements(file, body string, definitions map[string]string) []string {
 	var found []string
 	for _, m := range guaranteeLabel.FindAllStringSubmatch(body, -1) {
 		found = append(found, fmt.Sprintf("%q starts a definition of %s", strings.TrimSpace(m[0]), m[1]))
 	}
-	if !strings.HasSuffix(path, ".md") && filepath.Base(path) != "doc.go" {
+	if !strings.HasSuffix(file, ".md") && path.Base(file) != "doc.go" {
 		return found
 	}
 	words := strings.Fields(plainWords(body))

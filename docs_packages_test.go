@@ -1,9 +1,7 @@
 package hookinbox_test
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"testing"
 )
@@ -13,39 +11,23 @@ import (
 // path nor under a parent written as `parent/…`.
 func TestArchitecture_NamesEveryPackage(t *testing.T) {
 	t.Parallel()
-	architecture, err := os.ReadFile("docs/ARCHITECTURE.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(architecture)
+	doc := readDoc(t, "docs/ARCHITECTURE.md")
 	named := func(dir string) bool {
 		if strings.Contains(doc, "`"+dir+"`") {
 			return true
 		}
-		for p := filepath.Dir(dir); p != "."; p = filepath.Dir(p) {
-			if strings.Contains(doc, "`"+filepath.ToSlash(p)+"/…`") {
+		for p := path.Dir(dir); p != "."; p = path.Dir(p) {
+			if strings.Contains(doc, "`"+p+"/…`") {
 				return true
 			}
 		}
 		return false
 	}
 	packages := map[string]bool{}
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, file := range repositoryFiles(t, ".go") {
+		if dir := path.Dir(file); dir != "." && !strings.HasSuffix(file, "_test.go") {
+			packages[dir] = true
 		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == ".git") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-			if dir := filepath.Dir(path); dir != "." {
-				packages[filepath.ToSlash(dir)] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(packages) < 30 {
 		t.Fatalf("found %d packages: the walk missed them", len(packages))
