@@ -1,9 +1,7 @@
 package hookinbox_test
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,39 +15,21 @@ var createdTable = regexp.MustCompile(`(?i)\bCREATE TABLE (?:IF NOT EXISTS )?([a
 // of schema versions.
 func TestContract_NamesEveryTableAndSchemaVersion(t *testing.T) {
 	t.Parallel()
-	contract, err := os.ReadFile("docs/CONTRACT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(contract)
+	doc := readDoc(t, "docs/CONTRACT.md")
 	tables := map[string]string{} // table → the first migration that creates it
 	versions := map[string]bool{}
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, file := range repositoryFiles(t, ".sql") {
+		if !strings.Contains(file, "/migrations/") {
+			continue
 		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == ".git") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".sql") || !strings.Contains(filepath.ToSlash(path), "/migrations/") {
-			return nil
-		}
-		body, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range createdTable.FindAllStringSubmatch(string(body), -1) {
+		for _, m := range createdTable.FindAllStringSubmatch(readDoc(t, file), -1) {
 			if _, seen := tables[m[1]]; !seen {
-				tables[m[1]] = path
+				tables[m[1]] = file
 			}
 		}
-		if strings.HasPrefix(filepath.ToSlash(path), "driver/") {
-			versions[strings.TrimLeft(strings.SplitN(d.Name(), "_", 2)[0], "0")] = true
+		if strings.HasPrefix(file, "driver/") {
+			versions[strings.TrimLeft(strings.SplitN(path.Base(file), "_", 2)[0], "0")] = true
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(tables) < 8 || len(versions) < 7 {
 		t.Fatalf("found %d tables and %d schema versions in the migrations: the walk missed them", len(tables), len(versions))

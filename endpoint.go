@@ -21,19 +21,10 @@ const OutcomeHeader = "Hookinbox-Outcome"
 
 // Endpoint returns the HTTP handler of the named endpoint. It reads the body up to the
 // endpoint's limit, verifies the signature on the exact bytes before any database call,
-// receives the event, and answers 2xx only after the receipt is committed:
-//
-//	200 {"outcome":"processed"|"duplicate"|"ignored"|"accepted"}
-//	400 malformed or missing signature, or a verified body with no id or type, an id
-//	    or type that is not printable UTF-8, or a body that is not UTF-8
-//	401 no valid signature, or a timestamp outside the tolerance
-//	405 not POST; 408 body not received within the server's read timeout
-//	413 body over the limit
-//	415 a Content-Type other than JSON, or a Content-Encoding (never inflated)
-//	500 handler or database failure; 503 database unreachable (both roll back)
-//
-// Errors are JSON, {"error":"..."}, and never contain a secret or internals. Endpoint
-// panics on an unknown name: it is a wiring mistake.
+// and receives the event. What it answers to each kind of request, and what each
+// answer writes, is the table "Receiving (HTTP)" of docs/CONTRACT.md in the
+// repository; the guarantees it keeps are G1 and G5 there. Endpoint panics on an
+// unknown name: it is a wiring mistake.
 func (i *Inbox[TTx]) Endpoint(name string) http.Handler {
 	ep, ok := i.endpoints[name]
 	if !ok {

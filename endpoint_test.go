@@ -72,8 +72,10 @@ func post(t *testing.T, method, url string, body []byte, sig string) answer {
 	return answer{resp.StatusCode, parsed.Outcome, resp.Header.Get(hookinbox.OutcomeHeader), parsed.Error}
 }
 
-// Every row of the HTTP contract (docs/ARCHITECTURE.md, "Receiving") through the handler. Rows that must write
-// nothing are checked against a count of every table.
+// The rows of the HTTP contract (docs/CONTRACT.md, "Receiving (HTTP)") that the
+// endpoint answers on its own, through the handler; serve's server limits, the schema
+// gate, handshakes and batches have tests of their own. Rows that must write nothing
+// are checked against a count of every table.
 func TestEndpoint_ContractTable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noBilling: true})
