@@ -83,28 +83,64 @@ func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *htt
 	}
 }
 
-// Run listens on the configured address (and console.listen, when the console has a
-// listener of its own), serves, and runs the workers and the
+// Listeners are serve's bound sockets: the main listener and, when console.listen
+// is set, the console's own.
+type Listeners struct {
+	main, console net.Listener
+}
+
+// Listen binds cfg.Listen, and console.listen when the console has a listener of its
+// own. serve binds before it opens the database, so that an address in use is
+// refused before anything (a SQLite file) is created on disk.
+func Listen(cfg *config.Config) (*Listeners, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("error listening on %s: %w", cfg.Listen, err)
+	}
+	ls := &Listeners{main: ln}
+	if cfg.Console != nil && cfg.Console.Listen != "" {
+		if ls.console, err = net.Listen("tcp", cfg.Console.Listen); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("error listening on console.listen %s: %w", cfg.Console.Listen, err)
+		}
+	}
+	return ls, nil
+}
+
+// Close closes the listeners, for a caller that does not Serve them.
+func (ls *Listeners) Close() {
+	_ = ls.main.Close()
+	if ls.console != nil {
+		_ = ls.console.Close()
+	}
+}
+
+// Run listens (Listen) and serves (Serve).
+func (s *Server) Run(ctx context.Context) error {
+	ls, err := Listen(s.cfg)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ls)
+}
+
+// Serve serves on ls (from Listen with the same config), and runs the workers and the
 // outbox dispatcher (when the backend has sinks) until ctx is cancelled, then shuts
 // down gracefully: it stops accepting connections, lets in-flight requests finish
 // and be answered, stops the workers and the dispatcher from claiming and lets the
 // events and deliveries in progress finish (a delivery is bounded by
 // outbox.delivery_timeout), all within cfg.ShutdownTimeout. It returns nil after a
-// complete shutdown and ErrShutdownDeadline if the deadline passed first.
+// complete shutdown and ErrShutdownDeadline if the deadline passed first. Serve closes
+// the listeners, also when it fails.
 //
 // A 2xx is only ever answered after commit, so an interruption at any point, even a
 // forced exit, loses nothing that was acknowledged.
-func (s *Server) Run(ctx context.Context) error {
-	consoleSrv, consoleLn, err := s.console()
+func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
+	ln := ls.main
+	consoleSrv, err := s.console(ls.console)
 	if err != nil {
+		ls.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		if consoleLn != nil {
-			_ = consoleLn.Close()
-		}
-		return fmt.Errorf("error listening on %s: %w", s.cfg.Listen, err)
 	}
 	endpoints := make([]string, 0, len(s.cfg.Endpoints))
 	for _, ep := range s.cfg.Endpoints {
@@ -152,7 +188,7 @@ func (s *Server) Run(ctx context.Context) error {
 	maxConns := s.cfg.HTTP.WithDefaults().MaxConnections
 	go func() { served <- s.srv.Serve(newLimitListener(ln, maxConns, s.logger)) }()
 	if consoleSrv != nil {
-		go func() { served <- consoleSrv.Serve(newLimitListener(consoleLn, maxConns, s.logger)) }()
+		go func() { served <- consoleSrv.Serve(newLimitListener(ls.console, maxConns, s.logger)) }()
 	}
 
 	select {
@@ -195,29 +231,25 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // console mounts the operator console when the config names its tokens: on the main
-// listener, or on console.listen's own, which it returns (listening) with its server.
-func (s *Server) console() (*http.Server, net.Listener, error) {
+// listener, or on console.listen's own (ln), whose server it returns.
+func (s *Server) console(ln net.Listener) (*http.Server, error) {
 	cc := s.cfg.Console
 	if cc == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	c, err := newConsole(s.cfg, s.backend, s.logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if cc.Listen == "" {
 		s.mux.Handle(c.Path()+"/", c)
 		s.mux.Handle(c.Path(), c)
 		s.logger.Info("hookinbox: console", "path", c.Path(), "addr", s.cfg.Listen, "tokens", len(cc.Tokens))
-		return nil, nil, nil
+		return nil, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle(c.Path()+"/", c)
 	mux.Handle(c.Path(), c)
-	ln, err := net.Listen("tcp", cc.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("error listening on console.listen %s: %w", cc.Listen, err)
-	}
 	s.logger.Info("hookinbox: console", "path", c.Path(), "addr", ln.Addr().String(), "tokens", len(cc.Tokens))
-	return newHTTPServer(mux, s.cfg.HTTP.WithDefaults(), s.logger), ln, nil
+	return newHTTPServer(mux, s.cfg.HTTP.WithDefaults(), s.logger), nil
 }
