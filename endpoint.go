@@ -30,7 +30,8 @@ const OutcomeHeader = "Hookinbox-Outcome"
 //	405 not POST; 408 body not received within the server's read timeout
 //	413 body over the limit
 //	415 a Content-Type other than JSON, or a Content-Encoding (never inflated)
-//	500 handler or database failure; 503 database unreachable (both roll back)
+//	500 handler or database failure; 503 database unreachable (both roll back), or
+//	    the request's body reported ErrOverloaded before it was read
 //
 // Errors are JSON, {"error":"..."}, and never contain a secret or internals. Endpoint
 // panics on an unknown name: it is a wiring mistake.
@@ -79,6 +80,13 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
+			return
+		}
+		// A body that a server in front declined to take now (serve's budget of
+		// bodies in flight): nothing of it was read, and the sender retries.
+		if errors.Is(err, ErrOverloaded) {
+			w.Header().Set("Retry-After", "1")
+			d.fail(w, http.StatusServiceUnavailable, "overloaded", "too many request bodies in flight, retry later", nil)
 			return
 		}
 		// A body that did not arrive within the server's read timeout (a slow or

@@ -27,6 +27,10 @@ const (
 // which are a few KiB.
 const SmallBodyBytes = 64 << 10
 
+// BodyGrain is the size of the reused buffers bodies are read into: the budget
+// counts a body as its length rounded up to it.
+const BodyGrain = 4 << 10
+
 // HTTP bounds what a slow, idle or malicious client can hold of serve (the http
 // block). Every field is set, to its default when the file leaves it out.
 type HTTP struct {
@@ -88,6 +92,7 @@ func (h HTTP) LargeBodyBytes() int64 {
 
 // budgetFor returns the least MaxInflightBodyBytes that admits a body of n bytes.
 func budgetFor(n int64) int64 {
+	n = (n + BodyGrain - 1) / BodyGrain * BodyGrain
 	if n <= SmallBodyBytes {
 		return n
 	}

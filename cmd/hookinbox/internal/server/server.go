@@ -47,8 +47,14 @@ type Server struct {
 	cfg     *config.Config
 	backend *Backend
 	logger  *slog.Logger
+	metrics *Metrics
 	srv     *http.Server
 	mux     *http.ServeMux
+	budget  *bodyBudget
+
+	// closeNewest is the broken variant of the listeners, for tests only (see
+	// listenerConfig).
+	closeNewest bool
 }
 
 // New returns a server for cfg on backend. metrics must be the Observer the backend's
@@ -58,17 +64,19 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.SetRoles(cfg.Roles.List())
 	limits := cfg.HTTP.WithDefaults()
+	budget := newBodyBudget(limits, metrics, logger)
 	mux := http.NewServeMux()
 	if cfg.Roles.Has(config.RoleReceivers) {
 		for _, ep := range cfg.Endpoints {
 			// Every method: the endpoint itself answers 405 in JSON to anything but POST.
-			mux.Handle(ep.Path, backend.Inbox.Endpoint(ep.Name))
+			mux.Handle(ep.Path, budget.handler(backend.Inbox.Endpoint(ep.Name), ep.BodyLimit()))
 		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger})
 	mux.Handle("GET /metrics", metrics.Handler())
-	return &Server{cfg: cfg, backend: backend, logger: logger, mux: mux, srv: newHTTPServer(mux, limits, logger)}
+	return &Server{cfg: cfg, backend: backend, logger: logger, metrics: metrics, mux: mux, budget: budget,
+		srv: newHTTPServer(mux, limits, logger)}
 }
 
 func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *http.Server {
@@ -79,6 +87,7 @@ func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *htt
 		WriteTimeout:      limits.WriteTimeout,
 		IdleTimeout:       limits.IdleTimeout,
 		MaxHeaderBytes:    limits.MaxHeaderBytes,
+		ConnState:         connState,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
@@ -185,10 +194,14 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 		close(workersDone)
 	}()
 	served := make(chan error, 2)
-	maxConns := s.cfg.HTTP.WithDefaults().MaxConnections
-	go func() { served <- s.srv.Serve(newLimitListener(ln, maxConns, s.logger)) }()
+	limits := s.cfg.HTTP.WithDefaults()
+	listener := func(ln net.Listener, name string) net.Listener {
+		return newLimitListener(ln, listenerConfig{name: name, max: limits.MaxConnections,
+			perAddress: limits.MaxConnectionsPerAddress, closeNewest: s.closeNewest}, s.logger, s.metrics)
+	}
+	go func() { served <- s.srv.Serve(listener(ln, "main")) }()
 	if consoleSrv != nil {
-		go func() { served <- consoleSrv.Serve(newLimitListener(ls.console, maxConns, s.logger)) }()
+		go func() { served <- consoleSrv.Serve(listener(ls.console, "console")) }()
 	}
 
 	select {
