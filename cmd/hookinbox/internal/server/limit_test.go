@@ -1,3 +1,8 @@
+//go:build linux
+
+// Linux only: the clients dial from 127.0.0.2 and above, which Linux's loopback
+// holds and other systems' do not without configuration.
+
 package server
 
 import (
@@ -139,28 +144,45 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// limitHeld fills a server of limit 20 with 15 idle connections (which went idle
-// below three quarters of the cap, so their idle timeout of an hour stands) and 5
-// busy ones.
-func limitHeld(t *testing.T, h *hostileServer) []net.Conn {
+// limitHeld fills a server of limit 20 with 3 idle connections from 127.0.0.2, then
+// 12 from 127.0.0.3 (all of which went idle below three quarters of the cap, so
+// their idle timeout of an hour stands), and 5 busy ones. It returns the idle ones
+// of each address, in the order they went idle.
+func limitHeld(t *testing.T, h *hostileServer) (two, three []net.Conn) {
 	t.Helper()
-	idle := holdFrom(t, h, 15, netip.Addr{})
+	two = h.holdIdle(t, 3, netip.MustParseAddr("127.0.0.2"))
+	three = h.holdIdle(t, 12, netip.MustParseAddr("127.0.0.3"))
 	busyFrom(t, h, 5, netip.Addr{})
-	return idle
+	return two, three
+}
+
+// holdIdle is holdFrom that returns once the server counts every connection it holds
+// idle, these n among them: none of them goes idle after what the test does next.
+func (h *hostileServer) holdIdle(t *testing.T, n int, src netip.Addr) []net.Conn {
+	t.Helper()
+	var l *limitListener
+	waitUntil(t, "the main listener", func() bool { l = h.srv.main.Load(); return l != nil })
+	before := l.idleCount()
+	held := holdFrom(t, h, n, src)
+	waitUntil(t, fmt.Sprintf("%d connections idle", before+n), func() bool { return l.idleCount() == before+n })
+	return held
 }
 
 // A connection beyond http.max_connections is served: the connection idle the
-// longest is closed to make room, the other idle ones and the busy ones stay.
+// longest is closed to make room; the other idle ones and the busy ones stay.
 func TestHostile_ConnectionBeyondTheLimitEvictsTheLongestIdle(t *testing.T) {
 	t.Parallel()
 	h := limitServer(t, 20, nil)
-	idle := limitHeld(t, h)
+	two, three := limitHeld(t, h)
 	if got := h.exchange(t, controlRaw("evt_control_limit")); got != "200" {
 		t.Fatalf("connection 21 answered %s, want 200", got)
 	}
-	h.waitClosed(t, idle[0], "the connection idle the longest")
-	if !isOpen(idle[1]) {
-		t.Errorf("the second idle connection was closed too")
+	h.waitClosed(t, two[0], "the connection idle the longest")
+	if !isOpen(two[1]) || !isOpen(three[0]) {
+		t.Errorf("another idle connection was closed too")
+	}
+	if n := h.srv.budget.inflight.Load(); n != 5*4096 {
+		t.Errorf("bodies in progress = %d bytes, want all 5 still read", n)
 	}
 	if !strings.Contains(h.logs.String(), "connection limit reached") {
 		t.Errorf("the eviction was not logged")
@@ -197,7 +219,7 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 	t.Parallel()
 	h := limitServer(t, 100, func(s *Server) { s.cfg.HTTP.MaxConnectionsPerAddress = 5 })
 	one, two := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
-	idle := holdFrom(t, h, 5, one)
+	idle := h.holdIdle(t, 5, one)
 	if got := h.exchangeFrom(t, one, controlRaw("evt_control_addr_1")); got != "200" {
 		t.Fatalf("a sixth connection from %s answered %s, want 200", one, got)
 	}
@@ -223,11 +245,13 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 func TestHostile_NearTheLimitIdleTimeoutsShorten(t *testing.T) {
 	t.Parallel()
 	h := limitServer(t, 20, nil)
-	idle := holdFrom(t, h, 16, netip.Addr{}) // the 16th went idle with 16 of 20 open
-	h.waitClosed(t, idle[15], "a connection idle above three quarters of the cap")
-	silent := h.dial(t) // the 16th open again
+	before := h.holdIdle(t, 1, netip.Addr{})[0]
+	busyFrom(t, h, 15, netip.Addr{}) // 16 of 20 open: above three quarters
+	idle := holdFrom(t, h, 1, netip.Addr{})[0]
+	h.waitClosed(t, idle, "a connection idle above three quarters of the cap")
+	silent := h.dial(t)
 	h.waitClosed(t, silent, "a silent new connection above three quarters of the cap")
-	if !isOpen(idle[0]) {
+	if !isOpen(before) {
 		t.Errorf("a connection that went idle below three quarters of the cap was closed")
 	}
 }

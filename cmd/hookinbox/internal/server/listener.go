@@ -42,13 +42,19 @@ type listenerConfig struct {
 
 // limitListener accepts every connection but keeps at most max open. To admit one
 // beyond it, it closes the connection idle the longest: one that has sent nothing
-// yet, or that waits for its next keep-alive request. Connections that have sent the
-// first byte of a request are never closed to admit another; when every connection
-// has a request in progress, the new one is closed at once, before a byte is read.
-// Unlike a listener that stops accepting at the limit, it never leaves a sender
-// waiting in the kernel's queue behind idle connections; unlike one that closes
-// every newcomer, it does not let a client that holds the cap with idle connections
-// refuse everyone else. The process keeps its file descriptors for the database.
+// yet, or that waits for its next keep-alive request. Connections whose request has
+// begun, down to a first byte still in the kernel's buffer, are never closed to
+// admit another; when every connection has a request in progress, the new one is
+// closed at once, before a byte is read. Unlike a listener that stops accepting at
+// the limit, it never leaves a sender waiting in the kernel's queue behind idle
+// connections; unlike one that closes every newcomer, it does not let a client that
+// holds the cap with idle connections refuse everyone else: a provider's request
+// follows its connection at once, a flood's never comes. The process keeps its file
+// descriptors for the database.
+//
+// With a per-address limit, an address at it pays with its own connection idle the
+// longest. A client address is an IPv4 address, or an IPv6 /64 (one host's usual
+// share).
 //
 // Its connections must be served by an http.Server whose ConnState is connState,
 // which tells it when a connection becomes idle.
@@ -73,9 +79,12 @@ type limitListener struct {
 	logged           time.Time
 }
 
-// addrConns are the open and idle connections of one client address.
+// addrConns are the connections of one client address.
 type addrConns struct {
+	addr netip.Addr
 	open int
+	// idle holds the address's connections that have no request in progress,
+	// longest idle first.
 	idle list.List
 }
 
@@ -105,27 +114,27 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // the idle connection closed to make room for it (nil when there was room), or nil
 // when c is refused.
 func (l *limitListener) admit(c net.Conn) (tc *trackedConn, victim *trackedConn) {
-	addr := peerAddr(c)
+	addr := clientAddr(c)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ac := l.addrs[addr]
 	if ac == nil {
-		ac = &addrConns{}
+		ac = &addrConns{addr: addr}
 		l.addrs[addr] = ac
 	}
 	switch {
 	case l.cfg.perAddress > 0 && ac.open >= l.cfg.perAddress:
-		if victim = l.evictLocked(&ac.idle, limitPerAddress); victim == nil {
-			l.refuseLocked(ac, addr, limitPerAddress)
+		if victim = l.evictLocked(limitPerAddress, &ac.idle); victim == nil {
+			l.refuseLocked(ac, limitPerAddress)
 			return nil, nil
 		}
 	case int(l.open.Load()) >= l.cfg.max:
-		if victim = l.evictLocked(&l.idle, limitConnections); victim == nil {
-			l.refuseLocked(ac, addr, limitConnections)
+		if victim = l.evictLocked(limitConnections, &l.idle); victim == nil {
+			l.refuseLocked(ac, limitConnections)
 			return nil, nil
 		}
 	}
-	tc = &trackedConn{Conn: c, l: l, addr: addr, conns: ac}
+	tc = &trackedConn{Conn: c, l: l, conns: ac} // connBusy until idleLocked
 	ac.open++
 	l.open.Add(1)
 	l.idleLocked(tc)
@@ -134,23 +143,37 @@ func (l *limitListener) admit(c net.Conn) (tc *trackedConn, victim *trackedConn)
 }
 
 // evictLocked releases the front connection of idle, the one idle the longest, and
-// returns it for the caller to close; nil when no connection is idle.
-func (l *limitListener) evictLocked(idle *list.List, limit string) *trackedConn {
-	front := idle.Front()
-	if front == nil || l.cfg.closeNewest {
+// gives it back for the caller to close; nil when idle is empty. A connection whose
+// request's first bytes wait in the kernel, unread yet by its goroutine, has a
+// request in progress: it is taken off the idle lists instead, and the next one
+// tried.
+func (l *limitListener) evictLocked(limit string, idle *list.List) *trackedConn {
+	if l.cfg.closeNewest {
 		return nil
 	}
-	victim := front.Value.(*trackedConn)
-	l.releaseLocked(victim)
-	l.evicted++
-	l.metrics.connectionEvicted(l.cfg.name, limit)
-	l.noteLocked(limit)
-	return victim
+	for e := idle.Front(); e != nil; e = idle.Front() {
+		c := e.Value.(*trackedConn)
+		if pending(c.Conn) {
+			c.state.CompareAndSwap(connIdle, connBusy)
+		}
+		// Not idle any more (a Read that returned bytes set it busy and waits for
+		// the lock to leave the lists): leave it; else it is ours to close.
+		if !c.state.CompareAndSwap(connIdle, connGone) {
+			l.busyLocked(c)
+			continue
+		}
+		l.releaseLocked(c)
+		l.evicted++
+		l.metrics.connectionEvicted(l.cfg.name, limit)
+		l.noteLocked(limit)
+		return c
+	}
+	return nil
 }
 
-func (l *limitListener) refuseLocked(ac *addrConns, addr netip.Addr, limit string) {
+func (l *limitListener) refuseLocked(ac *addrConns, limit string) {
 	if ac.open == 0 {
-		delete(l.addrs, addr)
+		delete(l.addrs, ac.addr)
 	}
 	l.refused++
 	l.metrics.connectionRefused(l.cfg.name, limit)
@@ -164,7 +187,7 @@ func (l *limitListener) noteLocked(limit string) {
 	if now.Sub(l.logged) < limitLogEvery {
 		return
 	}
-	l.logger.Warn("hookinbox: connection limit reached; the connections idle the longest are closed to admit new ones",
+	l.logger.Warn("hookinbox: connection limit reached; the connections idle the longest are closed to admit new ones, new ones when none is idle",
 		"listener", l.cfg.name, "limit", limit, "max_connections", l.cfg.max,
 		"max_connections_per_address", l.cfg.perAddress, "evicted", l.evicted, "refused", l.refused)
 	l.logged, l.evicted, l.refused = now, 0, 0
@@ -172,15 +195,15 @@ func (l *limitListener) noteLocked(limit string) {
 
 // idleLocked puts c at the back of the idle lists: it has no request in progress.
 func (l *limitListener) idleLocked(c *trackedConn) {
-	if c.released || c.idleAt != nil {
+	if c.released || !c.state.CompareAndSwap(connBusy, connIdle) {
 		return
 	}
+	l.busyLocked(c) // a busy connection that has not left the lists yet
 	c.idleAt = l.idle.PushBack(c)
 	c.addrIdleAt = c.conns.idle.PushBack(c)
-	c.waiting.Store(true)
 }
 
-// busyLocked takes c off the idle lists: a request is in progress.
+// busyLocked takes c off the idle lists, where it is no longer idle.
 func (l *limitListener) busyLocked(c *trackedConn) {
 	if c.idleAt == nil {
 		return
@@ -188,7 +211,6 @@ func (l *limitListener) busyLocked(c *trackedConn) {
 	l.idle.Remove(c.idleAt)
 	c.conns.idle.Remove(c.addrIdleAt)
 	c.idleAt, c.addrIdleAt = nil, nil
-	c.waiting.Store(false)
 }
 
 // releaseLocked gives c's slot back, once.
@@ -200,10 +222,17 @@ func (l *limitListener) releaseLocked(c *trackedConn) {
 	c.released = true
 	c.conns.open--
 	if c.conns.open == 0 {
-		delete(l.addrs, c.addr)
+		delete(l.addrs, c.conns.addr)
 	}
 	l.open.Add(-1)
 	l.metrics.connectionsOpen(l.cfg.name, l.open.Load())
+}
+
+// idleCount returns the number of idle connections.
+func (l *limitListener) idleCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
 }
 
 // nearCap reports whether more than three quarters of the connections are open.
@@ -226,6 +255,7 @@ func connState(c net.Conn, state http.ConnState) {
 	case http.StateIdle:
 		l.idleLocked(tc)
 	case http.StateActive, http.StateHijacked:
+		tc.state.CompareAndSwap(connIdle, connBusy)
 		l.busyLocked(tc)
 	}
 }
@@ -234,23 +264,31 @@ func connState(c net.Conn, state http.ConnState) {
 type trackedConn struct {
 	net.Conn
 	l     *limitListener
-	addr  netip.Addr
 	conns *addrConns
 
-	// waiting is set while the connection is on the idle lists: a Read that returns
-	// bytes then starts a request. It is read without the lock on every Read.
-	waiting atomic.Bool
+	// state is connIdle, connBusy or connGone. Read, which sees a request begin,
+	// and the eviction, which ends an idle connection, race for it without the lock:
+	// whichever swaps connIdle first wins.
+	state atomic.Int32
 
-	// Guarded by l.mu.
+	// Guarded by l.mu. A connection is on the idle lists while it is idle, and
+	// perhaps briefly after it left that state.
 	idleAt, addrIdleAt *list.Element
 	released           bool
 }
+
+// The states of a trackedConn.
+const (
+	connBusy int32 = iota // a request in progress
+	connIdle              // nothing sent yet, or between keep-alive requests
+	connGone              // evicted
+)
 
 // Read marks the connection busy as soon as a request's first bytes arrive, before
 // net/http has parsed its headers: a request in progress is never evicted.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.waiting.Load() {
+	if n > 0 && c.state.Load() == connIdle && c.state.CompareAndSwap(connIdle, connBusy) {
 		c.l.mu.Lock()
 		c.l.busyLocked(c)
 		c.l.mu.Unlock()
@@ -262,7 +300,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // byte (read_header_timeout) or for the next keep-alive request (idle_timeout) to
 // pressureIdleTimeout while the listener is near its cap.
 func (c *trackedConn) SetReadDeadline(t time.Time) error {
-	if c.waiting.Load() && c.l.nearCap() {
+	if c.state.Load() == connIdle && c.l.nearCap() {
 		if short := time.Now().Add(pressureIdleTimeout); t.IsZero() || t.After(short) {
 			t = short
 		}
@@ -279,11 +317,17 @@ func (c *trackedConn) Close() error {
 	return err
 }
 
-// peerAddr returns c's remote IP address (IPv4 unmapped); the zero Addr for a
-// connection that is not TCP.
-func peerAddr(c net.Conn) netip.Addr {
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return a.AddrPort().Addr().Unmap()
+// clientAddr returns c's client address: the remote IPv4 address, or the /64 of
+// an IPv6 one; the zero Addr for a connection that is not TCP.
+func clientAddr(c net.Conn) netip.Addr {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
 	}
-	return netip.Addr{}
+	addr := a.AddrPort().Addr().Unmap()
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.Addr()
+	}
+	return addr
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
@@ -55,6 +56,8 @@ type Server struct {
 	// closeNewest is the broken variant of the listeners, for tests only (see
 	// listenerConfig).
 	closeNewest bool
+	// main is the main listener once Serve has made it, for tests to observe.
+	main atomic.Pointer[limitListener]
 }
 
 // New returns a server for cfg on backend. metrics must be the Observer the backend's
@@ -195,11 +198,13 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 	}()
 	served := make(chan error, 2)
 	limits := s.cfg.HTTP.WithDefaults()
-	listener := func(ln net.Listener, name string) net.Listener {
+	listener := func(ln net.Listener, name string) *limitListener {
 		return newLimitListener(ln, listenerConfig{name: name, max: limits.MaxConnections,
 			perAddress: limits.MaxConnectionsPerAddress, closeNewest: s.closeNewest}, s.logger, s.metrics)
 	}
-	go func() { served <- s.srv.Serve(listener(ln, "main")) }()
+	mainLn := listener(ln, "main")
+	s.main.Store(mainLn)
+	go func() { served <- s.srv.Serve(mainLn) }()
 	if consoleSrv != nil {
 		go func() { served <- consoleSrv.Serve(listener(ls.console, "console")) }()
 	}
