@@ -59,11 +59,12 @@ type HTTP struct {
 	// Defaults to 64 KiB.
 	MaxHeaderBytes int
 	// MaxConnections bounds the connections open at once. To admit one beyond it,
-	// the connection idle the longest (one that has sent nothing yet, or waits
-	// between keep-alive requests) is closed; a request in progress is never cut.
-	// When every connection has a request in progress, the new one is closed as
-	// soon as it is accepted, before anything is read. Above three quarters of it,
-	// the first-byte and keep-alive idle timeouts are shortened to a second.
+	// the connection idle the longest (one that has sent nothing yet, waits between
+	// keep-alive requests, or lingers after its last answer) is closed; a request in
+	// progress is never cut. When every connection has a request in progress, the
+	// new one is closed as soon as it is accepted, before anything is read. Above
+	// three quarters of it, the first-byte and keep-alive idle timeouts are
+	// shortened to a second.
 	//
 	// Defaults to 4096.
 	MaxConnections int
@@ -76,9 +77,9 @@ type HTTP struct {
 	MaxConnectionsPerAddress int
 	// MaxInflightBodyBytes bounds the request bodies of the endpoints held in memory
 	// at once, counted by their declared Content-Length (an endpoint's
-	// max_body_bytes for a chunked one). A request that does not fit waits up to a
-	// second, then is answered 503 with Retry-After before its body is read. Bodies
-	// over SmallBodyBytes share three quarters of it.
+	// max_body_bytes for a chunked one) rounded up to BodyGrain. A request whose body
+	// does not fit is answered 503 with Retry-After at once, before its body is read.
+	// Bodies over SmallBodyBytes share three quarters of it.
 	//
 	// Defaults to 64 MiB.
 	MaxInflightBodyBytes int64

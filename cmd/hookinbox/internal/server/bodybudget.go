@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,11 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 )
-
-// bodyWait is how long a request waits for room in the body budget before it is
-// answered 503: long enough to ride out a burst, short enough that a flood of
-// waiting requests does not hold connections for long.
-const bodyWait = time.Second
 
 // bodyChunk is the size of the reused buffers bodies are read into, and so the
 // granularity in which the budget counts them (config.BodyGrain).
@@ -35,8 +29,9 @@ var chunkPool = sync.Pool{New: func() any { return new([bodyChunk]byte) }}
 // reading it (405, 413, 415), before a byte of it is read. Bodies over
 // config.SmallBodyBytes share three quarters of the budget, so that a flood of large
 // slow bodies leaves room for providers' ordinary events. A request that does not
-// fit within bodyWait is answered 503 with Retry-After (hookinbox.ErrOverloaded from
-// its body) and its connection closed, unread.
+// fit is answered 503 with Retry-After at once (hookinbox.ErrOverloaded from its
+// body) and its connection closed, unread. It does not wait for room: a request
+// waiting holds its connection, and a flood of them would hold them all.
 //
 // The body is then read whole into reused buffers as it arrives: a slow sender holds
 // the buffers of what it sent, not of what it declared.
@@ -79,7 +74,7 @@ func (b *bodyBudget) handler(next http.Handler, limit int64) http.Handler {
 		case n < 0:
 			n = limit
 		}
-		body := &budgetBody{b: b, w: w, src: r.Body, ctx: r.Context(), size: n, limit: limit}
+		body := &budgetBody{b: b, w: w, src: r.Body, size: n, limit: limit}
 		defer body.release()
 		r2 := r.WithContext(r.Context())
 		r2.Body = body
@@ -87,18 +82,13 @@ func (b *bodyBudget) handler(next http.Handler, limit int64) http.Handler {
 	})
 }
 
-// reserve takes n bytes of the budget, waiting up to bodyWait, and reports whether
-// it did.
-func (b *bodyBudget) reserve(ctx context.Context, n int64) bool {
+// reserve takes n bytes of the budget if they are free, and reports whether it did.
+func (b *bodyBudget) reserve(n int64) bool {
 	if !b.unlimited {
-		ctx, cancel := context.WithTimeout(ctx, bodyWait)
-		defer cancel()
-		if n > config.SmallBodyBytes {
-			if b.large.Acquire(ctx, n) != nil {
-				return false
-			}
+		if n > config.SmallBodyBytes && !b.large.TryAcquire(n) {
+			return false
 		}
-		if b.all.Acquire(ctx, n) != nil {
+		if !b.all.TryAcquire(n) {
 			if n > config.SmallBodyBytes {
 				b.large.Release(n)
 			}
@@ -144,7 +134,6 @@ type budgetBody struct {
 	b   *bodyBudget
 	w   http.ResponseWriter
 	src io.ReadCloser
-	ctx context.Context
 	// size is the declared length, or the endpoint's limit when none was declared;
 	// limit is the endpoint's.
 	size, limit int64
@@ -161,13 +150,16 @@ type budgetBody struct {
 func (bb *budgetBody) Read(p []byte) (int, error) {
 	if !bb.read {
 		bb.read = true
-		if bb.reserved = bb.b.reserve(bb.ctx, roundUp(bb.size, bodyChunk)); bb.reserved {
+		if bb.reserved = bb.b.reserve(roundUp(bb.size, bodyChunk)); bb.reserved {
 			bb.err = bb.fill()
 		} else {
 			bb.b.noteRefused()
 			// The body stays unread: net/http must close the connection after the
-			// answer rather than keep it for a next request.
+			// answer rather than keep it for a next request, and not wait for the
+			// rest of a body under 256 KiB to discard it (a past read deadline ends
+			// that wait; a larger one it does not try).
 			bb.w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(bb.w).SetReadDeadline(time.Unix(1, 0))
 			bb.err = fmt.Errorf("%w: request bodies in flight fill http.max_inflight_body_bytes", hookinbox.ErrOverloaded)
 		}
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -86,7 +85,7 @@ func TestBodyBudget_RefusesWhatDoesNotFitAndKeepsRoomForSmallBodies(t *testing.T
 	const size = 1 << 20
 	b, srv := budgetServer(t, size, size)
 	large := int64(size / 4 * 3)
-	if !b.reserve(context.Background(), large) {
+	if !b.reserve(large) {
 		t.Fatal("the large bodies' share could not be reserved")
 	}
 	resp, _ := post(t, srv.URL, strings.NewReader(strings.Repeat("x", config.SmallBodyBytes+1)), false)
@@ -98,7 +97,7 @@ func TestBodyBudget_RefusesWhatDoesNotFitAndKeepsRoomForSmallBodies(t *testing.T
 		t.Errorf("a small body with the large share taken: %d", resp.StatusCode)
 	}
 	for range (size - large) / config.SmallBodyBytes {
-		if !b.reserve(context.Background(), config.SmallBodyBytes) {
+		if !b.reserve(config.SmallBodyBytes) {
 			t.Fatal("the rest of the budget could not be reserved in small bodies")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -66,40 +67,25 @@ type floodResult struct {
 // new connection), stops the flood and returns what was answered. It checks what
 // holds in every variant: the flood wrote nothing, every 200 is a receipt and
 // nothing else is, and the server serves after.
-func runFlood(t *testing.T, h *hostileServer, events int) floodResult {
+func runFlood(t *testing.T, h *hostileServer, spec floodSpec, events int) floodResult {
 	t.Helper()
-	helper := startFloodHelper(t, h.addr)
+	spec.Target = h.addr
+	helper := startFloodHelper(t, spec)
 	defer helper.stop(t)
 	open := h.srv.metrics.http.open.WithLabelValues("main")
 	waitUntil(t, "the flood to hold the cap and the large bodies' share", func() bool {
 		return metricValue(t, open) >= floodMaxConnections && h.srv.budget.inflight.Load() >= floodBudget/4*3
 	})
 
-	r := floodResult{sent: events, answers: map[string]int{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	ids := make(chan int)
-	for range floodSenders {
-		wg.Go(func() {
-			for i := range ids {
-				got := deliver(h.addr, controlRaw(fmt.Sprintf("evt_flood_%d", i)))
-				mu.Lock()
-				r.answers[got]++
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range events {
-		ids <- i
-	}
-	close(ids)
-	wg.Wait()
+	r := floodResult{sent: events, answers: runSender(t, h.addr, events)}
 	r.ok = r.answers["200"]
 	t.Logf("answers %v; flood: %s", r.answers, helper.stop(t))
 
 	r.peak = h.srv.budget.peak.Load()
-	t.Logf("body bytes reserved at most %d of %d; evicted %v, refused %v, budget refusals %v", r.peak, floodBudget,
+	t.Logf("body bytes reserved at most %d of %d; connections evicted %v, delayed %v, refused %v; bodies refused %v",
+		r.peak, floodBudget,
 		metricValue(t, h.srv.metrics.http.evicted.WithLabelValues("main", limitConnections)),
+		metricValue(t, h.srv.metrics.http.delayed.WithLabelValues("main")),
 		metricValue(t, h.srv.metrics.http.refused.WithLabelValues("main", limitConnections)),
 		metricValue(t, h.srv.metrics.http.bodyRefused))
 	if n := h.rows(t); n != 0 {
@@ -117,41 +103,120 @@ func runFlood(t *testing.T, h *hostileServer, events int) floodResult {
 	return r
 }
 
-// floodHelperEnv names the server's address in the environment of the flood's own
-// process.
-const floodHelperEnv = "HOOKINBOX_FLOOD_TARGET"
+// floodSpec is what the flood's process runs, from 127.0.0.102 unless it says.
+type floodSpec struct {
+	Target string
+	// Idle connections from 127.0.0.102, and from 127.0.0.2–127.0.0.101.
+	IdleOne, IdleMany int
+	// Slow bodies declaring Declared bytes, of which Sent are sent.
+	Slow, Declared, Sent int
+	// NeverRead clients pipelining 100 scrapes of /metrics.
+	NeverRead int
+}
 
-// TestMain runs the flood when the test binary is started as the flood's process.
+// mixedFlood is every kind at once: the idle connections outnumber the cap.
+var mixedFlood = floodSpec{IdleOne: 200, IdleMany: 200, Slow: 24, Declared: 1 << 20, Sent: 1_000_000, NeverRead: 8}
+
+// slowFlood is slow bodies alone, twice as many as the cap: every connection of
+// theirs sends a request at once.
+var slowFlood = floodSpec{Slow: 2 * floodMaxConnections, Declared: 128 << 10, Sent: 100_000}
+
+// The flood and the sender run in processes of their own, the test binary started
+// again with one of these variables set (to the flood's floodSpec in JSON, or the
+// sender's target and count). From a provider's machine a request follows the
+// handshake at once; a sender scheduled among the flood's goroutines, or the
+// server's, may connect and wait a long while before it writes, which the server
+// cannot tell from the flood's silence.
+const (
+	floodHelperEnv  = "HOOKINBOX_FLOOD"
+	senderHelperEnv = "HOOKINBOX_FLOOD_SENDER"
+)
+
+// TestMain runs the flood or the sender when the test binary is started as one.
 func TestMain(m *testing.M) {
-	if target := os.Getenv(floodHelperEnv); target != "" {
-		runFloodProcess(target)
+	if spec := os.Getenv(floodHelperEnv); spec != "" {
+		runFloodProcess(spec)
+		return
+	}
+	if spec := os.Getenv(senderHelperEnv); spec != "" {
+		runSenderProcess(spec)
 		return
 	}
 	os.Exit(m.Run())
 }
 
-// runFloodProcess floods target until its standard input closes, then prints what it
-// did. The flood runs in a process of its own so that its goroutines do not delay
-// the sender's between connecting and writing: from a provider's machine a request
-// follows the handshake at once, while a sender scheduled among the flood's
-// goroutines may connect and wait a long while before it writes, which the server
-// cannot tell from the flood's silence.
-func runFloodProcess(target string) {
+// runSender runs the sender's process: events signed deliveries to the control
+// endpoint, floodSenders at a time, each on a new connection. It returns how many
+// got each answer.
+func runSender(t *testing.T, target string, events int) map[string]int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", senderHelperEnv, target, events))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the sender's process: %v: %s", err, out)
+	}
+	answers := map[string]int{}
+	if err := json.Unmarshal(out, &answers); err != nil {
+		t.Fatalf("the sender's answers %q: %v", out, err)
+	}
+	return answers
+}
+
+// runSenderProcess sends what spec ("TARGET COUNT") says and prints the answers'
+// counts in JSON.
+func runSenderProcess(spec string) {
+	var target string
+	var events int
+	if _, err := fmt.Sscan(spec, &target, &events); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	answers := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ids := make(chan int)
+	for range floodSenders {
+		wg.Go(func() {
+			for i := range ids {
+				got := deliver(target, controlRaw(fmt.Sprintf("evt_flood_%d", i)))
+				mu.Lock()
+				answers[got]++
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range events {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	_ = json.NewEncoder(os.Stdout).Encode(answers)
+}
+
+// runFloodProcess runs the flood spec says until its standard input closes, then
+// prints what it did.
+func runFloodProcess(spec string) {
+	var fs floodSpec
+	if err := json.Unmarshal([]byte(spec), &fs); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	one := &flood.Flood{Target: target, Sources: flood.Loopback(floodAddress, floodAddress)}
-	many := &flood.Flood{Target: target, Sources: flood.Loopback(2, 101)}
-	one.Idle(ctx, 200)
-	many.Idle(ctx, 200)
-	one.SlowBodies(ctx, 24, "/webhooks/stripe", 1<<20, 1_000_000)
-	one.NeverRead(ctx, 8, []byte("GET /metrics HTTP/1.1\r\nHost: flood\r\n\r\n"), 100)
+	one := &flood.Flood{Target: fs.Target, Sources: flood.Loopback(floodAddress, floodAddress)}
+	many := &flood.Flood{Target: fs.Target, Sources: flood.Loopback(2, 101)}
+	one.Idle(ctx, fs.IdleOne)
+	many.Idle(ctx, fs.IdleMany)
+	one.SlowBodies(ctx, fs.Slow, "/webhooks/stripe", fs.Declared, fs.Sent)
+	one.NeverRead(ctx, fs.NeverRead, []byte("GET /metrics HTTP/1.1\r\nHost: flood\r\n\r\n"), 100)
 	<-ctx.Done()
 	one.Wait()
 	many.Wait()
-	fmt.Printf("one address opened %d (%d closed by the server), many opened %d (%d closed), failed dials %d",
+	fmt.Printf("127.0.0.102 opened %d (%d closed by the server), the hundred opened %d (%d closed), failed dials %d",
 		one.Stats.Opened.Load(), one.Stats.Closed.Load(), many.Stats.Opened.Load(), many.Stats.Closed.Load(),
 		one.Stats.DialErrors.Load()+many.Stats.DialErrors.Load())
 }
@@ -164,10 +229,14 @@ type floodHelper struct {
 	done  bool
 }
 
-func startFloodHelper(t *testing.T, target string) *floodHelper {
+func startFloodHelper(t *testing.T, spec floodSpec) *floodHelper {
 	t.Helper()
+	js, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &floodHelper{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	f.cmd.Env = append(os.Environ(), floodHelperEnv+"="+target)
+	f.cmd.Env = append(os.Environ(), floodHelperEnv+"="+string(js))
 	f.cmd.Stdout, f.cmd.Stderr = &f.out, &f.out
 	stdin, err := f.cmd.StdinPipe()
 	if err != nil {
@@ -223,7 +292,7 @@ func deliver(addr string, raw []byte) string {
 func TestFlood_SenderIsServedWithinTheBudget(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
 	h := startServerWith(t, floodYAML, nil)
-	r := runFlood(t, h, floodEvents)
+	r := runFlood(t, h, mixedFlood, floodEvents)
 	if r.ok*100 < r.sent*99 {
 		t.Errorf("%d of %d events answered 200 under the flood, want at least 99 %%: %v", r.ok, r.sent, r.answers)
 	}
@@ -243,8 +312,8 @@ func TestFlood_SenderIsServedWithinTheBudget(t *testing.T) {
 // connections are the ones closed.
 func TestBrokenFloodClosingTheNewest_RefusesTheSender(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
-	h := startServerWith(t, floodYAML, func(s *Server) { s.closeNewest = true })
-	if r := runFlood(t, h, 20); r.ok*100 >= r.sent*99 {
+	h := startServerWith(t, floodYAML, func(s *Server) { s.breakListener = func(c *listenerConfig) { c.closeNewest = true } })
+	if r := runFlood(t, h, mixedFlood, 20); r.ok*100 >= r.sent*99 {
 		t.Errorf("%d of %d answered 200 with the old policy, want the sender refused", r.ok, r.sent)
 	}
 }
@@ -254,7 +323,7 @@ func TestBrokenFloodClosingTheNewest_RefusesTheSender(t *testing.T) {
 func TestBrokenFloodWithoutBodyBudget_HoldsEveryBody(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
 	h := startServerWith(t, floodYAML, func(s *Server) { s.budget.unlimited = true })
-	if r := runFlood(t, h, 20); r.peak <= floodBudget {
+	if r := runFlood(t, h, mixedFlood, 20); r.peak <= floodBudget {
 		t.Errorf("%d body bytes at most without the budget, want over %d", r.peak, floodBudget)
 	}
 }
@@ -264,7 +333,25 @@ func TestBrokenFloodWithoutBodyBudget_HoldsEveryBody(t *testing.T) {
 func TestBrokenFloodWithoutRoomForSmallBodies_RefusesTheSender(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
 	h := startServerWith(t, floodYAML, func(s *Server) { s.budget.large = semaphore.NewWeighted(floodBudget) })
-	if r := runFlood(t, h, 20); r.ok*100 >= r.sent*99 {
+	if r := runFlood(t, h, mixedFlood, 20); r.ok*100 >= r.sent*99 {
 		t.Errorf("%d of %d answered 200 when large bodies may fill the budget, want the sender refused", r.ok, r.sent)
+	}
+}
+
+// Slow bodies alone, twice as many as the cap: every connection of theirs sends a
+// request at once. Those the budget admits hold their connections until
+// read_timeout, those it refuses are answered 503 before their body is read; while
+// they fill the cap, a newcomer waits for one to end instead of being refused
+// (TestBrokenListenerRefusingWhenBusy_ClosesTheNewcomer), and at least 99 % of the
+// sender's events are answered 200 within the budget.
+func TestFlood_SlowBodiesBeyondTheCapLeaveRoomForTheSender(t *testing.T) {
+	// Not parallel: one flood at a time, before the package's parallel tests.
+	h := startServerWith(t, floodYAML, nil)
+	r := runFlood(t, h, slowFlood, floodEvents)
+	if r.ok*100 < r.sent*99 {
+		t.Errorf("%d of %d events answered 200 under the slow bodies, want at least 99 %%: %v", r.ok, r.sent, r.answers)
+	}
+	if r.peak > floodBudget {
+		t.Errorf("%d body bytes in memory at once, over the budget of %d", r.peak, floodBudget)
 	}
 }

@@ -60,20 +60,23 @@ func holdFrom(t *testing.T, h *hostileServer, n int, src netip.Addr) []net.Conn 
 
 // busyFrom opens n connections from src that each send the headers of a delivery
 // declaring a 4 KiB body and then dribble it, a byte every 100 ms, until the test
-// ends: requests in progress. It returns once the server is reading every one of
-// their bodies.
-func busyFrom(t *testing.T, h *hostileServer, n int, src netip.Addr) {
+// ends or the connection is closed: requests in progress. It returns them once the
+// server is reading every one of their bodies.
+func busyFrom(t *testing.T, h *hostileServer, n int, src netip.Addr) []net.Conn {
 	t.Helper()
 	before := h.srv.budget.inflight.Load()
 	body := stripeBody("evt_hostile_busy", "invoice.paid")
+	busy := make([]net.Conn, 0, n)
 	for range n {
 		c := h.dialFrom(t, src)
 		_, _ = c.Write(request("POST", "/control", append(stripeSigned(body, time.Now()), header{"Content-Length", "4096"}), nil))
 		t.Cleanup(dribble(c, func(int) []byte { return []byte(" ") }))
+		busy = append(busy, c)
 	}
 	waitUntil(t, fmt.Sprintf("the server to read %d bodies", n), func() bool {
 		return h.srv.budget.inflight.Load() >= before+int64(n)*4096
 	})
+	return busy
 }
 
 // dialFrom opens a connection to the server from src (the zero Addr: the system's
@@ -193,22 +196,26 @@ func TestHostile_ConnectionBeyondTheLimitEvictsTheLongestIdle(t *testing.T) {
 }
 
 // When every connection has a request in progress, a connection beyond the limit is
-// closed at once, unread; none in progress is cut for it.
-func TestHostile_ConnectionBeyondTheLimitIsClosedWhenAllAreBusy(t *testing.T) {
+// held unread, none in progress cut for it, and served once one of them ends.
+func TestHostile_ConnectionBeyondTheLimitWaitsWhileAllAreBusy(t *testing.T) {
 	t.Parallel()
 	h := limitServer(t, 20, nil)
-	busyFrom(t, h, 20, netip.Addr{})
-	if got := h.exchange(t, controlRaw("evt_control_busy")); got != "closed" {
-		t.Errorf("connection 21 answered %s, want closed", got)
+	busy := busyFrom(t, h, 20, netip.Addr{})
+	c := h.dial(t)
+	if _, err := c.Write(controlRaw("evt_control_busy")); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(h.logs.String(), "connection limit reached") {
-		t.Errorf("the refusal was not logged")
-	}
-	if n := metricValue(t, h.srv.metrics.http.refused.WithLabelValues("main", limitConnections)); n < 1 {
-		t.Errorf("hookinbox_http_connections_refused_total = %v, want at least 1", n)
-	}
+	delayed := h.srv.metrics.http.delayed.WithLabelValues("main")
+	waitUntil(t, "the listener to hold the connection", func() bool { return metricValue(t, delayed) >= 1 })
 	if n := h.srv.budget.inflight.Load(); n != 20*4096 {
 		t.Errorf("bodies in progress = %d bytes, want all 20 still read", n)
+	}
+	if !strings.Contains(h.logs.String(), "connection limit reached") {
+		t.Errorf("the wait was not logged")
+	}
+	_ = busy[0].Close()
+	if got := h.answer(t, c); got != "200" {
+		t.Errorf("the held connection answered %s once a busy one ended, want 200", got)
 	}
 }
 
@@ -230,6 +237,8 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 	for _, c := range idle {
 		_ = c.Close()
 	}
+	open := h.srv.metrics.http.open.WithLabelValues("main")
+	waitUntil(t, "the server to see every connection closed", func() bool { return metricValue(t, open) == 0 })
 	busyFrom(t, h, 5, one)
 	if got := h.exchangeFrom(t, one, controlRaw("evt_control_addr_2")); got != "closed" {
 		t.Errorf("a sixth connection from %s with five busy answered %s, want closed", one, got)
@@ -260,10 +269,21 @@ func TestHostile_NearTheLimitIdleTimeoutsShorten(t *testing.T) {
 // closes the newcomer while idle connections hold the cap.
 func TestBrokenListenerClosingTheNewest_RefusesTheNewcomer(t *testing.T) {
 	t.Parallel()
-	h := limitServer(t, 20, func(s *Server) { s.closeNewest = true })
+	h := limitServer(t, 20, func(s *Server) { s.breakListener = func(c *listenerConfig) { c.closeNewest = true } })
 	limitHeld(t, h)
 	if got := h.exchange(t, controlRaw("evt_control_newest")); got != "closed" {
 		t.Errorf("connection 21 answered %s with the old policy, want closed", got)
+	}
+}
+
+// Broken variant: a listener that closes a newcomer when every connection has a
+// request in progress, instead of holding it until one ends, refuses it.
+func TestBrokenListenerRefusingWhenBusy_ClosesTheNewcomer(t *testing.T) {
+	t.Parallel()
+	h := limitServer(t, 20, func(s *Server) { s.breakListener = func(c *listenerConfig) { c.refuseWhenBusy = true } })
+	busyFrom(t, h, 20, netip.Addr{})
+	if got := h.exchange(t, controlRaw("evt_control_refused")); got != "closed" {
+		t.Errorf("connection 21 answered %s with newcomers refused when all are busy, want closed", got)
 	}
 }
 

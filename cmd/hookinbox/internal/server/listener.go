@@ -34,26 +34,30 @@ type listenerConfig struct {
 	// max bounds the connections open at once; perAddress those of one client
 	// address (0: no bound).
 	max, perAddress int
-	// closeNewest is the broken variant, for tests only: the policy before
+	// The broken variants, for tests only. closeNewest is the policy before
 	// eviction, which closes every connection beyond the cap whatever the others do,
 	// so that a flood of idle connections holds the cap and refuses every newcomer.
-	closeNewest bool
+	// refuseWhenBusy closes a newcomer that finds every connection with a request in
+	// progress instead of holding it, so that a flood of requests, each short,
+	// refuses the newcomers that arrive while they fill the cap.
+	closeNewest, refuseWhenBusy bool
 }
 
 // limitListener accepts every connection but keeps at most max open. To admit one
 // beyond it, it closes the connection idle the longest: one that has sent nothing
 // yet, or that waits for its next keep-alive request. Connections whose request has
 // begun, down to a first byte still in the kernel's buffer, are never closed to
-// admit another; when every connection has a request in progress, the new one is
-// closed at once, before a byte is read. Unlike a listener that stops accepting at
-// the limit, it never leaves a sender waiting in the kernel's queue behind idle
-// connections; unlike one that closes every newcomer, it does not let a client that
-// holds the cap with idle connections refuse everyone else: a provider's request
-// follows its connection at once, a flood's never comes. The process keeps its file
-// descriptors for the database.
+// admit another; when every connection has a request in progress, the new one waits,
+// unread, until one of them ends, and the next ones in the kernel's queue. Unlike a
+// listener that stops accepting at the limit, it never leaves a sender waiting
+// behind idle connections; unlike one that closes every newcomer, it does not let a
+// client that holds the cap with idle connections refuse everyone else: a
+// provider's request follows its connection at once, a flood's never comes. The
+// process keeps its file descriptors for the database.
 //
 // With a per-address limit, an address at it pays with its own connection idle the
-// longest. A client address is an IPv4 address, or an IPv6 /64 (one host's usual
+// longest, or has its new one closed at once when all of its have a request in
+// progress (waiting would stop the listener for everyone). A client address is an IPv4 address, or an IPv6 /64 (one host's usual
 // share).
 //
 // Its connections must be served by an http.Server whose ConnState is connState,
@@ -73,10 +77,15 @@ type limitListener struct {
 	// without the lock.
 	open atomic.Int64
 
-	// Evicted and refused connections since the last log line, and when it was
-	// written (guarded by mu).
-	evicted, refused int
-	logged           time.Time
+	// room is signalled when a connection ends or goes idle, for a newcomer held
+	// while every connection had a request in progress; closed when the listener is.
+	room   *sync.Cond
+	closed bool
+
+	// Evicted, refused and delayed connections since the last log line, and when it
+	// was written (guarded by mu).
+	evicted, refused, delayed int
+	logged                    time.Time
 }
 
 // addrConns are the connections of one client address.
@@ -89,7 +98,9 @@ type addrConns struct {
 }
 
 func newLimitListener(ln net.Listener, cfg listenerConfig, logger *slog.Logger, metrics *Metrics) *limitListener {
-	return &limitListener{Listener: ln, cfg: cfg, logger: logger, metrics: metrics, addrs: map[netip.Addr]*addrConns{}}
+	l := &limitListener{Listener: ln, cfg: cfg, logger: logger, metrics: metrics, addrs: map[netip.Addr]*addrConns{}}
+	l.room = sync.NewCond(&l.mu)
+	return l
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -98,22 +109,31 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc, victim := l.admit(c)
-		if victim != nil {
-			_ = victim.Conn.Close()
+		for {
+			tc, victim, full := l.admit(c)
+			if victim != nil {
+				_ = victim.Conn.Close()
+			}
+			if tc != nil {
+				return tc, nil
+			}
+			if !full {
+				_ = c.Close()
+				break
+			}
+			if !l.waitForRoom() {
+				_ = c.Close()
+				return nil, net.ErrClosed
+			}
 		}
-		if tc == nil {
-			_ = c.Close()
-			continue
-		}
-		return tc, nil
 	}
 }
 
 // admit counts c in, as a connection that has sent nothing yet, and returns it with
-// the idle connection closed to make room for it (nil when there was room), or nil
-// when c is refused.
-func (l *limitListener) admit(c net.Conn) (tc *trackedConn, victim *trackedConn) {
+// the idle connection closed to make room for it (nil when there was room). It
+// returns no connection when c is refused (per address), or when every connection
+// has a request in progress (full).
+func (l *limitListener) admit(c net.Conn) (tc, victim *trackedConn, full bool) {
 	addr := clientAddr(c)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -126,12 +146,18 @@ func (l *limitListener) admit(c net.Conn) (tc *trackedConn, victim *trackedConn)
 	case l.cfg.perAddress > 0 && ac.open >= l.cfg.perAddress:
 		if victim = l.evictLocked(limitPerAddress, &ac.idle); victim == nil {
 			l.refuseLocked(ac, limitPerAddress)
-			return nil, nil
+			return nil, nil, false
 		}
 	case int(l.open.Load()) >= l.cfg.max:
 		if victim = l.evictLocked(limitConnections, &l.idle); victim == nil {
-			l.refuseLocked(ac, limitConnections)
-			return nil, nil
+			if l.cfg.closeNewest || l.cfg.refuseWhenBusy {
+				l.refuseLocked(ac, limitConnections)
+				return nil, nil, false
+			}
+			if ac.open == 0 {
+				delete(l.addrs, addr)
+			}
+			return nil, nil, true
 		}
 	}
 	tc = &trackedConn{Conn: c, l: l, conns: ac} // connBusy until idleLocked
@@ -139,7 +165,34 @@ func (l *limitListener) admit(c net.Conn) (tc *trackedConn, victim *trackedConn)
 	l.open.Add(1)
 	l.idleLocked(tc)
 	l.metrics.connectionsOpen(l.cfg.name, l.open.Load())
-	return tc, victim
+	return tc, victim, false
+}
+
+// waitForRoom holds the accepted connection that found every other with a request
+// in progress until one ends or goes idle, and further ones in the kernel's queue,
+// since the loop accepts no other meanwhile: requests in progress end within the
+// server's timeouts, and a provider's connection waits for them rather than be
+// reset. It reports false when the listener was closed meanwhile.
+func (l *limitListener) waitForRoom() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.delayed++
+	l.metrics.connectionDelayed(l.cfg.name)
+	l.noteLocked(limitConnections)
+	for int(l.open.Load()) >= l.cfg.max && l.idle.Len() == 0 && !l.closed {
+		l.room.Wait()
+	}
+	return !l.closed
+}
+
+// Close closes the listener, and ends the wait of a connection held for room.
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.mu.Lock()
+	l.closed = true
+	l.room.Broadcast()
+	l.mu.Unlock()
+	return err
 }
 
 // evictLocked releases the front connection of idle, the one idle the longest, and
@@ -187,10 +240,10 @@ func (l *limitListener) noteLocked(limit string) {
 	if now.Sub(l.logged) < limitLogEvery {
 		return
 	}
-	l.logger.Warn("hookinbox: connection limit reached; the connections idle the longest are closed to admit new ones, new ones when none is idle",
+	l.logger.Warn("hookinbox: connection limit reached; the connections idle the longest are closed to admit new ones",
 		"listener", l.cfg.name, "limit", limit, "max_connections", l.cfg.max,
-		"max_connections_per_address", l.cfg.perAddress, "evicted", l.evicted, "refused", l.refused)
-	l.logged, l.evicted, l.refused = now, 0, 0
+		"max_connections_per_address", l.cfg.perAddress, "evicted", l.evicted, "refused", l.refused, "delayed", l.delayed)
+	l.logged, l.evicted, l.refused, l.delayed = now, 0, 0, 0
 }
 
 // idleLocked puts c at the back of the idle lists: it has no request in progress.
@@ -201,6 +254,7 @@ func (l *limitListener) idleLocked(c *trackedConn) {
 	l.busyLocked(c) // a busy connection that has not left the lists yet
 	c.idleAt = l.idle.PushBack(c)
 	c.addrIdleAt = c.conns.idle.PushBack(c)
+	l.room.Signal()
 }
 
 // busyLocked takes c off the idle lists, where it is no longer idle.
@@ -226,6 +280,7 @@ func (l *limitListener) releaseLocked(c *trackedConn) {
 	}
 	l.open.Add(-1)
 	l.metrics.connectionsOpen(l.cfg.name, l.open.Load())
+	l.room.Signal()
 }
 
 // idleCount returns the number of idle connections.
@@ -306,6 +361,16 @@ func (c *trackedConn) SetReadDeadline(t time.Time) error {
 		}
 	}
 	return c.Conn.SetReadDeadline(t)
+}
+
+// CloseWrite half-closes the connection, as net/http does after its last answer
+// when it leaves a request's body unread: the client sees the end of the answer
+// before the close, which could otherwise reset it away.
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // Close closes the connection and gives its slot back, however often it is closed.

@@ -53,9 +53,9 @@ type Server struct {
 	mux     *http.ServeMux
 	budget  *bodyBudget
 
-	// closeNewest is the broken variant of the listeners, for tests only (see
-	// listenerConfig).
-	closeNewest bool
+	// breakListener, for tests only, turns the listeners into one of their broken
+	// variants (see listenerConfig).
+	breakListener func(*listenerConfig)
 	// main is the main listener once Serve has made it, for tests to observe.
 	main atomic.Pointer[limitListener]
 }
@@ -199,8 +199,11 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 	served := make(chan error, 2)
 	limits := s.cfg.HTTP.WithDefaults()
 	listener := func(ln net.Listener, name string) *limitListener {
-		return newLimitListener(ln, listenerConfig{name: name, max: limits.MaxConnections,
-			perAddress: limits.MaxConnectionsPerAddress, closeNewest: s.closeNewest}, s.logger, s.metrics)
+		cfg := listenerConfig{name: name, max: limits.MaxConnections, perAddress: limits.MaxConnectionsPerAddress}
+		if s.breakListener != nil {
+			s.breakListener(&cfg)
+		}
+		return newLimitListener(ln, cfg, s.logger, s.metrics)
 	}
 	mainLn := listener(ln, "main")
 	s.main.Store(mainLn)
