@@ -3,16 +3,20 @@
 // Command flood measures what a flood from one client costs `hookinbox serve`, and
 // whether a provider is still served meanwhile: it holds idle connections, or bodies
 // that stall, against a running serve from loopback addresses (Linux's 127.0.0.0/8),
-// reopening each one the server closes, while a sender at 127.0.0.1 posts signed
-// Stripe events one after another; it samples serve's RSS and open descriptors
-// (/proc/PID) before and during the flood. docs/OPERATIONS.md ("Floods") gives the
-// figures and the commands:
+// reopening each one the server closes, and samples serve's RSS and open descriptors
+// (/proc/PID) before and during the flood. With --events it posts signed Stripe
+// events from 127.0.0.1, eight at a time, each on a new connection; run that as a
+// second invocation beside the flood, so that the sender's goroutines are not
+// scheduled among the flood's (a provider's request follows its handshake at once,
+// which a sender delayed between connecting and writing does not):
 //
-//	ulimit -n 200000; hookinbox serve --config flood.yaml &
-//	go run ./internal/bench/flood --pid $! --idle 10000 --events 100
+//	hookinbox serve --config flood.yaml &
+//	go run ./internal/bench/flood --pid $! --idle 10000 --hold 40s &
+//	go run ./internal/bench/flood --pid $! --events 200 --hold 0s
 //
 // The per-connection figure is the RSS the flood added, divided by the connections
-// it added to serve's open descriptors.
+// it added to serve's open descriptors. docs/OPERATIONS.md ("Floods") gives the
+// figures and how they were measured.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/flood"
@@ -48,7 +53,7 @@ func main() {
 		from     = flag.Int("from", 2, "the flood dials from 127.0.0.FROM ...")
 		to       = flag.Int("to", 101, "... to 127.0.0.TO")
 		hold     = flag.Duration("hold", 30*time.Second, "how long the flood is held once it has opened its connections")
-		events   = flag.Int("events", 0, "signed Stripe events posted during the hold, one after another, each on a new connection")
+		events   = flag.Int("events", 0, "signed Stripe events posted from 127.0.0.1, eight at a time, each on a new connection")
 		secret   = flag.String("secret", "whsec_flood", "the endpoint's Stripe signing secret")
 	)
 	flag.Parse()
@@ -62,25 +67,40 @@ func main() {
 	f := &flood.Flood{Target: *target, Sources: flood.Loopback(*from, *to)}
 	f.Idle(ctx, *idle)
 	f.SlowBodies(ctx, *slow, *path, *declared, *sent)
-	want := int64(*idle + *slow)
-	start := time.Now()
-	for f.Stats.Opened.Load() < want && time.Since(start) < 5*time.Minute {
-		time.Sleep(100 * time.Millisecond)
+	if want := int64(*idle + *slow); want > 0 {
+		start := time.Now()
+		for f.Stats.Opened.Load() < want && time.Since(start) < 5*time.Minute {
+			time.Sleep(100 * time.Millisecond)
+		}
+		fmt.Printf("flood: %d connections opened in %s\n", f.Stats.Opened.Load(), time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Printf("flood: %d connections opened in %s\n", f.Stats.Opened.Load(), time.Since(start).Round(time.Millisecond))
 
 	answers := map[string]int{}
 	sender := make(chan struct{})
 	go func() {
 		defer close(sender)
 		signer := hookinboxtest.Stripe(*secret)
-		for i := range *events {
-			answers[post(*target, *path, signer, i)]++
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		ids := make(chan int)
+		for range 8 {
+			wg.Go(func() {
+				for i := range ids {
+					got := post(*target, *path, signer, i)
+					mu.Lock()
+					answers[got]++
+					mu.Unlock()
+				}
+			})
 		}
+		for i := range *events {
+			ids <- i
+		}
+		close(ids)
+		wg.Wait()
 	}()
 	peak := base
-	deadline := time.Now().Add(*hold)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(*hold); time.Now().Before(deadline); {
 		if s := sample(*pid); s.rss > peak.rss {
 			peak = s
 		}
