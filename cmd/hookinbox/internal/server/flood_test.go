@@ -61,6 +61,18 @@ type floodResult struct {
 	peak int64
 }
 
+// servedWithinBudget fails the test unless at least 99 % of the events were answered
+// 200 and the bodies in memory stayed within the budget.
+func (r floodResult) servedWithinBudget(t *testing.T) {
+	t.Helper()
+	if r.ok*100 < r.sent*99 {
+		t.Errorf("%d of %d events answered 200 under the flood, want at least 99 %%: %v", r.ok, r.sent, r.answers)
+	}
+	if r.peak > floodBudget {
+		t.Errorf("%d body bytes in memory at once, over the budget of %d", r.peak, floodBudget)
+	}
+}
+
 // runFlood starts the flood against h, waits until the server holds its cap of
 // connections and the large bodies' share of the budget, sends events signed
 // deliveries to the control endpoint meanwhile (floodSenders at a time, each on a
@@ -292,13 +304,7 @@ func deliver(addr string, raw []byte) string {
 func TestFlood_SenderIsServedWithinTheBudget(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
 	h := startServerWith(t, floodYAML, nil)
-	r := runFlood(t, h, mixedFlood, floodEvents)
-	if r.ok*100 < r.sent*99 {
-		t.Errorf("%d of %d events answered 200 under the flood, want at least 99 %%: %v", r.ok, r.sent, r.answers)
-	}
-	if r.peak > floodBudget {
-		t.Errorf("%d body bytes in memory at once, over the budget of %d", r.peak, floodBudget)
-	}
+	runFlood(t, h, mixedFlood, floodEvents).servedWithinBudget(t)
 	if n := metricValue(t, h.srv.metrics.http.evicted.WithLabelValues("main", limitConnections)); n == 0 {
 		t.Errorf("no eviction counted")
 	}
@@ -347,11 +353,5 @@ func TestBrokenFloodWithoutRoomForSmallBodies_RefusesTheSender(t *testing.T) {
 func TestFlood_SlowBodiesBeyondTheCapLeaveRoomForTheSender(t *testing.T) {
 	// Not parallel: one flood at a time, before the package's parallel tests.
 	h := startServerWith(t, floodYAML, nil)
-	r := runFlood(t, h, slowFlood, floodEvents)
-	if r.ok*100 < r.sent*99 {
-		t.Errorf("%d of %d events answered 200 under the slow bodies, want at least 99 %%: %v", r.ok, r.sent, r.answers)
-	}
-	if r.peak > floodBudget {
-		t.Errorf("%d body bytes in memory at once, over the budget of %d", r.peak, floodBudget)
-	}
+	runFlood(t, h, slowFlood, floodEvents).servedWithinBudget(t)
 }

@@ -750,26 +750,6 @@ func TestHostile_FiveHundredSlowClientsAreCutOffAndOthersServed(t *testing.T) {
 	}
 }
 
-// holdConnections opens n keep-alive connections, each answered once, so that the
-// server has accepted and counted every one of them.
-func holdConnections(t *testing.T, h *hostileServer, n int) []net.Conn {
-	t.Helper()
-	held := make([]net.Conn, 0, n)
-	for i := range n {
-		c := h.dial(t)
-		body := stripeBody(fmt.Sprintf("evt_control_held_%d", i), "invoice.paid")
-		_, _ = c.Write(request("POST", "/control", append(stripeSigned(body, time.Now()), header{"Connection", "keep-alive"}), body))
-		_ = c.SetReadDeadline(time.Now().Add(hostileGuard))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("held connection %d: %v", i, err)
-		}
-		resp.Body.Close()
-		held = append(held, c)
-	}
-	return held
-}
-
 // kindNamed returns the hostile kind whose name starts with prefix.
 func kindNamed(t *testing.T, prefix string) hostileKind {
 	t.Helper()

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// limitLogEvery spaces the log lines of evicted and refused connections: a flood
-// must not become a flood of logs.
+// limitLogEvery spaces the log lines of evicted, refused and delayed connections: a
+// flood must not become a flood of logs.
 const limitLogEvery = time.Minute
 
 // pressureIdleTimeout replaces the first-byte and keep-alive idle timeouts while a
@@ -57,8 +57,8 @@ type listenerConfig struct {
 //
 // With a per-address limit, an address at it pays with its own connection idle the
 // longest, or has its new one closed at once when all of its have a request in
-// progress (waiting would stop the listener for everyone). A client address is an IPv4 address, or an IPv6 /64 (one host's usual
-// share).
+// progress (waiting would stop the listener for everyone). A client address is an
+// IPv4 address, or an IPv6 /64 (one host's usual share).
 //
 // Its connections must be served by an http.Server whose ConnState is connState,
 // which tells it when a connection becomes idle.
@@ -233,8 +233,8 @@ func (l *limitListener) refuseLocked(ac *addrConns, limit string) {
 	l.noteLocked(limit)
 }
 
-// noteLocked logs the connections evicted and refused since the last line, at most
-// once per limitLogEvery.
+// noteLocked logs the connections evicted, refused and delayed since the last line,
+// at most once per limitLogEvery.
 func (l *limitListener) noteLocked(limit string) {
 	now := time.Now()
 	if now.Sub(l.logged) < limitLogEvery {
