@@ -10,9 +10,9 @@
 // scheduled among the flood's (a provider's request follows its handshake at once,
 // which a sender delayed between connecting and writing does not):
 //
-//	hookinbox serve --config flood.yaml &
-//	go run ./internal/bench/flood --pid $! --idle 10000 --hold 40s &
-//	go run ./internal/bench/flood --pid $! --events 200 --hold 0s
+//	hookinbox serve --config flood.yaml & pid=$!
+//	go run ./internal/bench/flood --pid $pid --idle 10000 --hold 40s &
+//	go run ./internal/bench/flood --pid $pid --events 200 --hold 0s
 //
 // The per-connection figure is the RSS the flood added, divided by the connections
 // it added to serve's open descriptors. docs/OPERATIONS.md ("Floods") gives the
