@@ -13,7 +13,9 @@ import (
 
 // ErrOverloaded is returned by Receive when the queue of receipts waiting for their
 // batch is full. The endpoint answers 503 with Retry-After, never 2xx: the sender
-// retries, and nothing was written.
+// retries, and nothing was written. The endpoint answers the same to a request whose
+// body returns an error wrapping ErrOverloaded, which a server in front uses to
+// decline a body it has no memory for before reading it.
 var ErrOverloaded = errors.New("too many receipts waiting to be committed")
 
 // GroupConfig configures a group commit: deliveries that wait for a shared commit

@@ -81,9 +81,13 @@ type EndpointConfig struct {
 
 	// MaxBodyBytes is the largest body accepted; a larger one is answered 413.
 	//
-	// Defaults to 1 MiB.
+	// Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
+
+// DefaultMaxBodyBytes is EndpointConfig.MaxBodyBytes when it is left zero: 1 MiB,
+// above the events of every provider hookinbox verifies.
+const DefaultMaxBodyBytes = 1 << 20
 
 // WorkerConfig configures the workers started by Inbox.Run.
 type WorkerConfig struct {
@@ -180,7 +184,7 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 		c.Mode = ModeSync
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	return c
 }

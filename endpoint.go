@@ -72,6 +72,13 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 			d.fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", ep.MaxBodyBytes), nil)
 			return
 		}
+		// A body that a server in front declined to take now (serve's budget of
+		// bodies in flight): nothing of it was read, and the sender retries.
+		if errors.Is(err, ErrOverloaded) {
+			w.Header().Set("Retry-After", "1")
+			d.fail(w, http.StatusServiceUnavailable, "overloaded", "too many request bodies in flight, retry later", nil)
+			return
+		}
 		// A body that did not arrive within the server's read timeout (a slow or
 		// stalled sender): the sender may retry, so it is told so.
 		var netErr net.Error

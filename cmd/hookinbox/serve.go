@@ -40,6 +40,8 @@ does not wait for it: while NATS is unreachable, deliveries to it fail and are
 retried with backoff, and /readyz reports "nats":"disconnected" without failing.
 
 The config is validated before anything starts; a bad key is refused with exit 2.
+The listeners are bound next, before the database is opened: an address in use
+exits 1 with nothing created on disk.
 
 The operator console (docs/CONSOLE.md) is served under console.path (/console) when
 the config's console block names access tokens (console.tokens[].token_env, read
@@ -132,6 +134,18 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, db config.Database,
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
 
+	// The addresses first: one in use fails here, before the database is opened and
+	// a SQLite file created and migrated for a server that cannot run.
+	listeners, err := server.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() {
+		if !served {
+			listeners.Close()
+		}
+	}()
 	tracing, err := a.startTracing(ctx, logger)
 	if err != nil {
 		return err
@@ -175,7 +189,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, db config.Database,
 	}
 	logOutbox(cfg, logger)
 
-	err = server.New(cfg, backend, metrics, logger).Run(ctx)
+	served = true
+	err = server.New(cfg, backend, metrics, logger).Serve(ctx, listeners)
 	if err == nil {
 		// Only after a complete shutdown: Close waits for connections in use.
 		backend.Close()

@@ -278,6 +278,15 @@ type Endpoint struct {
 	Verifier provider.Verifier
 }
 
+// BodyLimit returns the largest body the endpoint accepts: MaxBodyBytes, or the
+// library's default when it is zero.
+func (e *Endpoint) BodyLimit() int64 {
+	if e.MaxBodyBytes == 0 {
+		return hookinbox.DefaultMaxBodyBytes
+	}
+	return e.MaxBodyBytes
+}
+
 // MaxRetryWindow returns the longest retry window of the configured providers, and
 // the endpoint that has it; zero and nil without endpoints.
 func (c *Config) MaxRetryWindow() (time.Duration, *Endpoint) {

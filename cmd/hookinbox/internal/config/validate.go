@@ -110,6 +110,10 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 		cfg.Endpoints = append(cfg.Endpoints, *ep)
 	}
 
+	if err := v.bodyBudget(cfg.HTTP, cfg.Endpoints); err != nil {
+		return nil, err
+	}
+
 	if cfg.Console, err = v.console(&fc.Console, cfg.Listen); err != nil {
 		return nil, err
 	}

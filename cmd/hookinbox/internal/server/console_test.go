@@ -66,9 +66,9 @@ func get(t *testing.T, url string) (int, string) {
 func TestConsole_ServedOnTheMainListenerByDefault(t *testing.T) {
 	t.Parallel()
 	s := consoleServer(t, "")
-	own, ln, err := s.console()
-	if err != nil || own != nil || ln != nil {
-		t.Fatalf("console(): %v %v %v", own, ln, err)
+	own, err := s.console(nil)
+	if err != nil || own != nil {
+		t.Fatalf("console(): %v %v", own, err)
 	}
 	srv := httptest.NewServer(s.mux)
 	defer srv.Close()
@@ -83,7 +83,13 @@ func TestConsole_ServedOnTheMainListenerByDefault(t *testing.T) {
 func TestConsole_ServedOnItsOwnListenerOnly(t *testing.T) {
 	t.Parallel()
 	s := consoleServer(t, "127.0.0.1:0")
-	own, ln, err := s.console()
+	ls, err := Listen(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	ln := ls.console
+	own, err := s.console(ln)
 	if err != nil || own == nil {
 		t.Fatalf("console(): %v", err)
 	}

@@ -34,6 +34,8 @@ type Metrics struct {
 	outboxDeliveries *prometheus.CounterVec
 	outboxDuration   *prometheus.HistogramVec
 	outboxDuplicates *prometheus.CounterVec
+
+	http httpMetrics
 }
 
 var (
@@ -109,7 +111,9 @@ func NewMetrics() *Metrics {
 			Name: "hookinbox_outbox_duplicates_total",
 			Help: "Publishes that JetStream acknowledged as duplicates of stored messages (Nats-Msg-Id): redeliveries the broker absorbed. Also counted as delivered.",
 		}, []string{"sink"}),
+		http: newHTTPMetrics(),
 	}
+	m.registry.MustRegister(m.http.collectors()...)
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

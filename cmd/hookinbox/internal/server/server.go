@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
@@ -47,8 +48,16 @@ type Server struct {
 	cfg     *config.Config
 	backend *Backend
 	logger  *slog.Logger
+	metrics *Metrics
 	srv     *http.Server
 	mux     *http.ServeMux
+	budget  *bodyBudget
+
+	// breakListener, for tests only, turns the listeners into one of their broken
+	// variants (see listenerConfig).
+	breakListener func(*listenerConfig)
+	// main is the main listener once Serve has made it, for tests to observe.
+	main atomic.Pointer[limitListener]
 }
 
 // New returns a server for cfg on backend. metrics must be the Observer the backend's
@@ -58,18 +67,20 @@ func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Lo
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.SetRoles(cfg.Roles.List())
 	limits := cfg.HTTP.WithDefaults()
+	budget := newBodyBudget(limits, metrics, logger)
 	mux := http.NewServeMux()
 	gate := &schemaGate{backend: backend}
 	if cfg.Roles.Has(config.RoleReceivers) {
 		for _, ep := range cfg.Endpoints {
 			// Every method: the endpoint itself answers 405 in JSON to anything but POST.
-			mux.Handle(ep.Path, gate.wrap(backend.Inbox.Endpoint(ep.Name)))
+			mux.Handle(ep.Path, gate.wrap(budget.handler(backend.Inbox.Endpoint(ep.Name), ep.BodyLimit())))
 		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", &readiness{backend: backend, roles: cfg.Roles.List(), logger: logger, gate: gate})
 	mux.Handle("GET /metrics", metrics.Handler())
-	return &Server{cfg: cfg, backend: backend, logger: logger, mux: mux, srv: newHTTPServer(mux, limits, logger)}
+	return &Server{cfg: cfg, backend: backend, logger: logger, metrics: metrics, mux: mux, budget: budget,
+		srv: newHTTPServer(mux, limits, logger)}
 }
 
 func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *http.Server {
@@ -80,32 +91,69 @@ func newHTTPServer(h http.Handler, limits config.HTTP, logger *slog.Logger) *htt
 		WriteTimeout:      limits.WriteTimeout,
 		IdleTimeout:       limits.IdleTimeout,
 		MaxHeaderBytes:    limits.MaxHeaderBytes,
+		ConnState:         connState,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
 
-// Run listens on the configured address (and console.listen, when the console has a
-// listener of its own), serves, and runs the workers and the
+// Listeners are serve's bound sockets: the main listener and, when console.listen
+// is set, the console's own.
+type Listeners struct {
+	main, console net.Listener
+}
+
+// Listen binds cfg.Listen, and console.listen when the console has a listener of its
+// own. serve binds before it opens the database, so that an address in use is
+// refused before anything (a SQLite file) is created on disk.
+func Listen(cfg *config.Config) (*Listeners, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("error listening on %s: %w", cfg.Listen, err)
+	}
+	ls := &Listeners{main: ln}
+	if cfg.Console != nil && cfg.Console.Listen != "" {
+		if ls.console, err = net.Listen("tcp", cfg.Console.Listen); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("error listening on console.listen %s: %w", cfg.Console.Listen, err)
+		}
+	}
+	return ls, nil
+}
+
+// Close closes the listeners, for a caller that does not Serve them.
+func (ls *Listeners) Close() {
+	_ = ls.main.Close()
+	if ls.console != nil {
+		_ = ls.console.Close()
+	}
+}
+
+// Run listens (Listen) and serves (Serve).
+func (s *Server) Run(ctx context.Context) error {
+	ls, err := Listen(s.cfg)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ls)
+}
+
+// Serve serves on ls (from Listen with the same config), and runs the workers and the
 // outbox dispatcher (when the backend has sinks) until ctx is cancelled, then shuts
 // down gracefully: it stops accepting connections, lets in-flight requests finish
 // and be answered, stops the workers and the dispatcher from claiming and lets the
 // events and deliveries in progress finish (a delivery is bounded by
 // outbox.delivery_timeout), all within cfg.ShutdownTimeout. It returns nil after a
-// complete shutdown and ErrShutdownDeadline if the deadline passed first.
+// complete shutdown and ErrShutdownDeadline if the deadline passed first. Serve closes
+// the listeners, also when it fails.
 //
 // A 2xx is only ever answered after commit, so an interruption at any point, even a
 // forced exit, loses nothing that was acknowledged.
-func (s *Server) Run(ctx context.Context) error {
-	consoleSrv, consoleLn, err := s.console()
+func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
+	ln := ls.main
+	consoleSrv, err := s.console(ls.console)
 	if err != nil {
+		ls.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		if consoleLn != nil {
-			_ = consoleLn.Close()
-		}
-		return fmt.Errorf("error listening on %s: %w", s.cfg.Listen, err)
 	}
 	endpoints := make([]string, 0, len(s.cfg.Endpoints))
 	for _, ep := range s.cfg.Endpoints {
@@ -150,10 +198,19 @@ func (s *Server) Run(ctx context.Context) error {
 		close(workersDone)
 	}()
 	served := make(chan error, 2)
-	maxConns := s.cfg.HTTP.WithDefaults().MaxConnections
-	go func() { served <- s.srv.Serve(newLimitListener(ln, maxConns, s.logger)) }()
+	limits := s.cfg.HTTP.WithDefaults()
+	listener := func(ln net.Listener, name string) *limitListener {
+		cfg := listenerConfig{name: name, max: limits.MaxConnections, perAddress: limits.MaxConnectionsPerAddress}
+		if s.breakListener != nil {
+			s.breakListener(&cfg)
+		}
+		return newLimitListener(ln, cfg, s.logger, s.metrics)
+	}
+	mainLn := listener(ln, "main")
+	s.main.Store(mainLn)
+	go func() { served <- s.srv.Serve(mainLn) }()
 	if consoleSrv != nil {
-		go func() { served <- consoleSrv.Serve(newLimitListener(consoleLn, maxConns, s.logger)) }()
+		go func() { served <- consoleSrv.Serve(listener(ls.console, "console")) }()
 	}
 
 	select {
@@ -196,29 +253,25 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // console mounts the operator console when the config names its tokens: on the main
-// listener, or on console.listen's own, which it returns (listening) with its server.
-func (s *Server) console() (*http.Server, net.Listener, error) {
+// listener, or on console.listen's own (ln), whose server it returns.
+func (s *Server) console(ln net.Listener) (*http.Server, error) {
 	cc := s.cfg.Console
 	if cc == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	c, err := newConsole(s.cfg, s.backend, s.logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if cc.Listen == "" {
 		s.mux.Handle(c.Path()+"/", c)
 		s.mux.Handle(c.Path(), c)
 		s.logger.Info("hookinbox: console", "path", c.Path(), "addr", s.cfg.Listen, "tokens", len(cc.Tokens))
-		return nil, nil, nil
+		return nil, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle(c.Path()+"/", c)
 	mux.Handle(c.Path(), c)
-	ln, err := net.Listen("tcp", cc.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("error listening on console.listen %s: %w", cc.Listen, err)
-	}
 	s.logger.Info("hookinbox: console", "path", c.Path(), "addr", ln.Addr().String(), "tokens", len(cc.Tokens))
-	return newHTTPServer(mux, s.cfg.HTTP.WithDefaults(), s.logger), ln, nil
+	return newHTTPServer(mux, s.cfg.HTTP.WithDefaults(), s.logger), nil
 }
