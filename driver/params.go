@@ -35,6 +35,11 @@ type InboxInsertParams struct {
 	// TraceParent is the W3C traceparent of the span that received the event, stored
 	// so that a worker's attempt can link to it; "" stores NULL.
 	TraceParent string
+
+	// Request is the receiver's record of the request (a JSON object: method, path,
+	// remote address, headers without credentials), shown on the console's event
+	// page; nil stores NULL.
+	Request []byte
 }
 
 // InboxClaimParams select and lease a receipt for a worker.

@@ -48,7 +48,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent,
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent, nullBytes(p.Request),
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -125,7 +125,8 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		return nil, err
 	}
 	return driver.ClaimPending(func() ([]*hookinboxtype.Receipt, error) {
-		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1))
+		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1),
+			driver.ParkedAt.UnixMicro())
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
@@ -424,6 +425,14 @@ func jsonList[S ~string](names []S) (string, error) {
 		return "", fmt.Errorf("error encoding list: %w", err)
 	}
 	return string(b), nil
+}
+
+// nullBytes is b as text, or NULL when empty.
+func nullBytes(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	return nullString(string(b))
 }
 
 func nullString(s string) *string {

@@ -68,7 +68,7 @@ func retryGroupURL(t *testing.T, c *client) string {
 
 func lastAudit(t *testing.T, b *bundle) *driver.AuditEntry {
 	t.Helper()
-	list, err := b.exec.ConsoleAudit(b.ctx, 0, 1)
+	list, err := b.exec.ConsoleAudit(b.ctx, driver.IDPage{}, 1)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("audit: %v %v", list, err)
 	}

@@ -302,7 +302,7 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := c.db.ConsoleAudit(r.Context(), before, pageSize)
+	list, err := c.db.ConsoleAudit(r.Context(), driver.IDPage{BeforeID: before}, pageSize)
 	if err != nil {
 		c.fail(w, r, "error reading the audit log", err)
 		return
