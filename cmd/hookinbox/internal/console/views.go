@@ -333,19 +333,19 @@ func (c *Console) requestView(record json.RawMessage, t *textRedactor) *requestV
 }
 
 type outboxData struct {
-	Filter      *driver.OutboxFilter
-	Destination string // the filter's, as the form holds it
-	Fingerprint string // the filter's, as shown
-	FP          string
-	Since       string
-	Until       string
-	States      []hookinboxtype.State
-	Endpoints   []Endpoint
-	Rows        []messageRow
-	NextURL     string
-	NewerURL    string
-	RetryURL    string
-	ResolveURL  string
+	Filter       *driver.OutboxFilter
+	Destination  string // the filter's, as the form holds it
+	Fingerprint  string // the filter's, as shown
+	FP           string
+	Since        string
+	Until        string
+	States       []hookinboxtype.State
+	Endpoints    []Endpoint
+	Rows         []messageRow
+	NextURL      string
+	NewerURL     string
+	RetryURL     string
+	ResolveURL   string
 	RedeliverURL string
 }
 
