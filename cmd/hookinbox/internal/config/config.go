@@ -261,6 +261,14 @@ type Endpoint struct {
 	// (1 MiB).
 	MaxBodyBytes int64
 
+	// Paused is the endpoint's default state: serve stores it for an endpoint the
+	// database holds no state of yet (its first start), so that an endpoint can start
+	// paused. From then on the database's state wins: hookinbox endpoints pause and
+	// resume, and the console, change it for every process.
+	//
+	// Defaults to false.
+	Paused bool
+
 	// Forward is where handler forward delivers the endpoint's events; nil for the
 	// other handlers.
 	Forward *Sink

@@ -49,6 +49,7 @@ type fileEndpoint struct {
 	Tolerance     *string           `yaml:"tolerance"`
 	Options       map[string]string `yaml:"options"`
 	MaxBodyBytes  *int64            `yaml:"max_body_bytes"`
+	Paused        bool              `yaml:"paused"`
 
 	// Forward is the forward handler's sink.
 	Forward *fileSink `yaml:"forward"`

@@ -212,7 +212,7 @@ func (v *validator) group(key string, fg *fileGroup) (hookinbox.GroupConfig, err
 
 func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 	key := func(k string) string { return fmt.Sprintf("endpoints[%d].%s", i, k) }
-	ep := &Endpoint{Name: fe.Name, Path: fe.Path, Provider: fe.Provider, Options: fe.Options}
+	ep := &Endpoint{Name: fe.Name, Path: fe.Path, Provider: fe.Provider, Options: fe.Options, Paused: fe.Paused}
 
 	if ep.Name == "" {
 		return nil, v.keyError(key("name"), "required")
