@@ -25,8 +25,10 @@ type ConsoleExecutor interface {
 
 	// ConsoleRollup brings the per-minute counts up to through (rounded down to a
 	// minute): it counts each minute after the last one rolled up (at most two days
-	// back) and drops minutes older than three days. It returns the rows it wrote; 0
-	// when another process was rolling up at the time (PostgreSQL).
+	// back) and drops minutes older than three days; and it counts what waits per
+	// endpoint now (the backlog the overview shows when it is large). It returns the
+	// minutes' rows it wrote; 0 when another process was rolling up at the time
+	// (PostgreSQL).
 	ConsoleRollup(ctx context.Context, through time.Time) (int, error)
 
 	// ConsoleReviewGroups groups the receipts that need review by endpoint and error
@@ -100,6 +102,10 @@ type EndpointSummary struct {
 	OutboxNeedsReview int64
 	// Paused is the endpoint's stored state (false when it has none).
 	Paused bool
+	// CountedAt is when the roll-up counted Pending, NeedsReview, OldestPendingAge
+	// and the outbox's figures, for a backlog too large to count at every view
+	// (LiveCountLimit); zero when they were counted live.
+	CountedAt time.Time
 }
 
 // SeriesPoint is one bucket of the console's chart.
@@ -353,6 +359,22 @@ const (
 	RollupSpan = 48 * time.Hour
 	RollupKeep = 72 * time.Hour
 )
+
+// LiveCountLimit is the largest backlog (receipts pending or needing review, and
+// undelivered outbox messages, as the last roll-up counted them) that the overview
+// counts live; above it, it shows the roll-up's count when that is at most
+// BacklogFresh old. Counting reads the unprocessed partial indexes, whose size is the
+// backlog's.
+const (
+	LiveCountLimit = 20000
+	BacklogFresh   = 3 * time.Minute
+)
+
+// CountedBacklog reports whether the overview shows the roll-up's count of the
+// backlog rather than counting it: it is recent, and large.
+func CountedBacklog(countedAt time.Time, total int64, now time.Time) bool {
+	return !countedAt.IsZero() && now.Sub(countedAt) <= BacklogFresh && total > LiveCountLimit
+}
 
 // RollupFrom returns where a roll-up up to through starts: after the last minute
 // rolled up (last, zero when none), at most RollupSpan back.

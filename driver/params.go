@@ -103,7 +103,10 @@ type InboxStats struct {
 	// when there is none.
 	OldestUnprocessedAge time.Duration
 	NeedsReview          int64
-	ReceivedByType       []TypeCount
+	// OldestPendingAge is how long the oldest pending receipt (not one that needs
+	// review) has waited; zero when there is none.
+	OldestPendingAge time.Duration
+	ReceivedByType   []TypeCount
 }
 
 // TypeCount is the number of receipts of one event type.

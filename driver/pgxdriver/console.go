@@ -17,20 +17,17 @@ import (
 // page: the inbox's received_at b-tree with a key-set cursor, the outbox's primary
 // key, the unprocessed partial indexes for review groups and the overview's counts.
 const (
-	sqlConsoleRolledThrough = `SELECT through FROM hookinbox_rollup WHERE name = 'minute'`
+	// Where the roll-up's minutes end, and when and how large the backlog it last
+	// counted was.
+	sqlConsoleRolled = `
+SELECT (SELECT through FROM hookinbox_rollup WHERE name = 'minute'),
+       (SELECT max(counted_at) FROM hookinbox_backlog),
+       (SELECT coalesce(sum(pending + needs_review + outbox_pending + outbox_needs_review), 0)::bigint FROM hookinbox_backlog)`
 
-	// $1 is the window's start (a minute's), $2 where the roll-up's minutes end and
-	// the live counts start. The open counts are index-only scans of the unprocessed
-	// partial indexes, which carry the endpoint (migration 008).
-	sqlConsoleEndpoints = `
-WITH rolled AS (
-    SELECT endpoint, sum(received)::bigint AS received, sum(processed)::bigint AS processed
-      FROM hookinbox_minute WHERE minute >= $1 AND minute < $2 GROUP BY endpoint
-), recent AS (
-    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE received_at >= $2 GROUP BY endpoint
-), done AS (
-    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE processed_at >= $2 GROUP BY endpoint
-), open AS (
+	// What waits per endpoint, counted: index-only scans of the unprocessed partial
+	// indexes, which carry the endpoint (migration 008).
+	sqlConsoleOpenLive = `
+open AS (
     SELECT endpoint,
            count(*) FILTER (WHERE state = 'pending') AS pending,
            count(*) FILTER (WHERE state = 'needs_review') AS review,
@@ -45,7 +42,28 @@ WITH rolled AS (
       FROM hookinbox_outbox
      WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL
      GROUP BY source_endpoint
-), names AS (
+)`
+
+	// What waits per endpoint as the last roll-up counted it.
+	sqlConsoleOpenCounted = `
+open AS (
+    SELECT endpoint, pending, needs_review AS review, oldest_pending AS oldest FROM hookinbox_backlog
+), outbox AS (
+    SELECT endpoint, outbox_pending AS pending, outbox_needs_review AS review FROM hookinbox_backlog
+)`
+
+	// $1 is the window's start (a minute's), $2 where the roll-up's minutes end and
+	// the live counts start, $3 when the backlog was counted (NULL: live).
+	sqlConsoleEndpointsHead = `
+WITH rolled AS (
+    SELECT endpoint, sum(received)::bigint AS received, sum(processed)::bigint AS processed
+      FROM hookinbox_minute WHERE minute >= $1 AND minute < $2 GROUP BY endpoint
+), recent AS (
+    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE received_at >= $2 GROUP BY endpoint
+), done AS (
+    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE processed_at >= $2 GROUP BY endpoint
+), `
+	sqlConsoleEndpointsTail = `, names AS (
     SELECT endpoint FROM rolled UNION SELECT endpoint FROM recent UNION SELECT endpoint FROM done
     UNION SELECT endpoint FROM open UNION SELECT endpoint FROM outbox
     UNION SELECT endpoint FROM hookinbox_endpoint
@@ -53,7 +71,7 @@ WITH rolled AS (
 SELECT names.endpoint, coalesce(rolled.received, 0) + coalesce(recent.n, 0),
        coalesce(rolled.processed, 0) + coalesce(done.n, 0), coalesce(open.pending, 0),
        coalesce(open.review, 0), coalesce(extract(epoch FROM now() - open.oldest), 0)::float8,
-       coalesce(outbox.pending, 0), coalesce(outbox.review, 0), coalesce(e.paused, false)
+       coalesce(outbox.pending, 0), coalesce(outbox.review, 0), coalesce(e.paused, false), $3::timestamptz
   FROM names
   LEFT JOIN rolled USING (endpoint)
   LEFT JOIN recent USING (endpoint)
@@ -62,6 +80,18 @@ SELECT names.endpoint, coalesce(rolled.received, 0) + coalesce(recent.n, 0),
   LEFT JOIN outbox USING (endpoint)
   LEFT JOIN hookinbox_endpoint AS e USING (endpoint)
  ORDER BY names.endpoint`
+
+	sqlConsoleEndpoints        = sqlConsoleEndpointsHead + sqlConsoleOpenLive + sqlConsoleEndpointsTail
+	sqlConsoleEndpointsCounted = sqlConsoleEndpointsHead + sqlConsoleOpenCounted + sqlConsoleEndpointsTail
+
+	// The roll-up's count of the backlog, replacing the last one.
+	sqlConsoleBacklogClear = `DELETE FROM hookinbox_backlog`
+	sqlConsoleBacklog      = `
+WITH ` + sqlConsoleOpenLive + `
+INSERT INTO hookinbox_backlog (endpoint, pending, needs_review, oldest_pending, outbox_pending, outbox_needs_review)
+SELECT endpoint, coalesce(open.pending, 0), coalesce(open.review, 0), open.oldest,
+       coalesce(outbox.pending, 0), coalesce(outbox.review, 0)
+  FROM open FULL JOIN outbox USING (endpoint)`
 
 	// Bucket numbers from $1 in steps of $2 seconds; the roll-up's minutes before $3,
 	// live counts from $3.
@@ -104,6 +134,8 @@ SELECT minute, endpoint, sum(r), sum(p), sum(f), sum(x)
 ON CONFLICT (minute, endpoint) DO UPDATE
    SET received = EXCLUDED.received, processed = EXCLUDED.processed,
        failed = EXCLUDED.failed, exhausted = EXCLUDED.exhausted`
+
+	sqlConsoleRolledThrough = `SELECT through FROM hookinbox_rollup WHERE name = 'minute'`
 
 	sqlConsoleRollupMark = `
 INSERT INTO hookinbox_rollup (name, through) VALUES ('minute', $1)
@@ -418,31 +450,51 @@ func outboxFilterArgs(f *driver.OutboxFilter) []any {
 	return []any{f.State, f.Destination, f.Endpoint, f.EventType, f.Fingerprint, since, until, bound}
 }
 
-// rolledThrough returns where the roll-up's minutes end; zero when there are none.
-func (e *executor) rolledThrough(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := e.consoleQueryRow(ctx, sqlConsoleRolledThrough).Scan(&t)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, nil
+// rolled is where the roll-up's minutes end (zero when there are none), and when the
+// backlog it last counted was counted (zero: never) and how large it was.
+type rolled struct {
+	through, countedAt time.Time
+	backlog            int64
+}
+
+func (e *executor) rolled(ctx context.Context) (rolled, error) {
+	var r rolled
+	var through, counted *time.Time
+	if err := e.consoleQueryRow(ctx, sqlConsoleRolled).Scan(&through, &counted, &r.backlog); err != nil {
+		return r, err
 	}
-	return t, err
+	if through != nil {
+		r.through = *through
+	}
+	if counted != nil {
+		r.countedAt = *counted
+	}
+	return r, nil
 }
 
 func (e *executor) ConsoleEndpoints(ctx context.Context, since time.Time) ([]*driver.EndpointSummary, error) {
-	rolled, err := e.rolledThrough(ctx)
+	r, err := e.rolled(ctx)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error summarising endpoints: %w", err))
 	}
-	rows, err := e.consoleQuery(ctx, sqlConsoleEndpoints, since, driver.LiveFrom(since, rolled))
+	query, counted := sqlConsoleEndpoints, (*time.Time)(nil)
+	if driver.CountedBacklog(r.countedAt, r.backlog, time.Now()) {
+		query, counted = sqlConsoleEndpointsCounted, &r.countedAt
+	}
+	rows, err := e.consoleQuery(ctx, query, since, driver.LiveFrom(since, r.through), counted)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error summarising endpoints: %w", err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.EndpointSummary, error) {
 		var s driver.EndpointSummary
 		var oldest float64
+		var at *time.Time
 		err := row.Scan(&s.Endpoint, &s.Received, &s.Processed, &s.Pending, &s.NeedsReview, &oldest,
-			&s.OutboxPending, &s.OutboxNeedsReview, &s.Paused)
+			&s.OutboxPending, &s.OutboxNeedsReview, &s.Paused, &at)
 		s.OldestPendingAge = time.Duration(oldest * float64(time.Second))
+		if at != nil {
+			s.CountedAt = *at
+		}
 		return &s, err
 	})
 	if err != nil {
@@ -453,11 +505,11 @@ func (e *executor) ConsoleEndpoints(ctx context.Context, since time.Time) ([]*dr
 
 func (e *executor) ConsoleSeries(ctx context.Context, since time.Time, bucket time.Duration) ([]*driver.SeriesPoint, error) {
 	points := driver.SeriesBuckets(since, time.Now(), bucket)
-	rolled, err := e.rolledThrough(ctx)
+	ru, err := e.rolled(ctx)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading the chart: %w", err))
 	}
-	rows, err := e.consoleQuery(ctx, sqlConsoleSeries, since, bucket.Seconds(), driver.LiveFrom(since, rolled))
+	rows, err := e.consoleQuery(ctx, sqlConsoleSeries, since, bucket.Seconds(), driver.LiveFrom(since, ru.through))
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading the chart: %w", err))
 	}
@@ -488,7 +540,7 @@ func (e *executor) ConsoleRollup(ctx context.Context, through time.Time) (int, e
 		}
 		from := driver.RollupFrom(last, through)
 		if !from.Before(through) {
-			return nil
+			return e.countBacklog(ctx, db)
 		}
 		// Planned with the values: the ranges are a few minutes of the tables.
 		tag, err := db.Exec(ctx, sqlConsoleRollup, consolePlan, from, through)
@@ -499,13 +551,24 @@ func (e *executor) ConsoleRollup(ctx context.Context, through time.Time) (int, e
 		if _, err := db.Exec(ctx, sqlConsoleRollupMark, through); err != nil {
 			return err
 		}
-		_, err = db.Exec(ctx, sqlConsoleRollupTrim, through.Add(-driver.RollupKeep))
-		return err
+		if _, err := db.Exec(ctx, sqlConsoleRollupTrim, through.Add(-driver.RollupKeep)); err != nil {
+			return err
+		}
+		return e.countBacklog(ctx, db)
 	})
 	if err != nil {
 		return 0, translate(fmt.Errorf("error rolling up the overview's counts: %w", err))
 	}
 	return written, nil
+}
+
+// countBacklog replaces the roll-up's count of what waits per endpoint.
+func (e *executor) countBacklog(ctx context.Context, db dbtx) error {
+	if _, err := db.Exec(ctx, sqlConsoleBacklogClear); err != nil {
+		return err
+	}
+	_, err := db.Exec(ctx, sqlConsoleBacklog)
+	return err
 }
 
 // inTx runs fn in a transaction of its own: one begun on the pool, a savepoint in the

@@ -261,11 +261,12 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
-	var oldest float64
-	if err := e.db.QueryRow(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	var oldest, oldestPending float64
+	if err := e.db.QueryRow(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview, &oldestPending); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = time.Duration(oldest * float64(time.Second))
+	s.OldestPendingAge = time.Duration(oldestPending * float64(time.Second))
 	rows, err := e.db.Query(ctx, sqlInboxReceivedByType, p.RecentWindow.Seconds())
 	if err != nil {
 		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))

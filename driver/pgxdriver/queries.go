@@ -206,7 +206,8 @@ SELECT ` + sqlReceiptColumns + `
 	sqlInboxStats = `
 SELECT count(*),
        coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8,
-       count(*) FILTER (WHERE state = 'needs_review')
+       count(*) FILTER (WHERE state = 'needs_review'),
+       coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE state = 'pending')), 0)::float8
   FROM hookinbox_inbox
  WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL`
 

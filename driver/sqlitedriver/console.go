@@ -19,18 +19,17 @@ import (
 const (
 	sqlConsoleRolledThrough = `SELECT through FROM hookinbox_rollup WHERE name = 'minute'`
 
-	// ?1 is the window's start, ?2 where the roll-up's minutes end and the live counts
-	// start. The open counts read the unprocessed partial indexes alone (they carry
-	// the endpoint since migration 008).
-	sqlConsoleEndpoints = `
-WITH rolled AS (
-    SELECT endpoint, sum(received) AS received, sum(processed) AS processed
-      FROM hookinbox_minute WHERE minute >= ?1 AND minute < ?2 GROUP BY endpoint
-), recent AS (
-    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE received_at >= ?2 GROUP BY endpoint
-), done AS (
-    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE processed_at >= ?2 GROUP BY endpoint
-), open AS (
+	// Where the roll-up's minutes end, and when and how large the backlog it last
+	// counted was.
+	sqlConsoleRolled = `
+SELECT (SELECT through FROM hookinbox_rollup WHERE name = 'minute'),
+       (SELECT max(counted_at) FROM hookinbox_backlog),
+       (SELECT coalesce(sum(pending + needs_review + outbox_pending + outbox_needs_review), 0) FROM hookinbox_backlog)`
+
+	// What waits per endpoint, counted from the unprocessed partial indexes alone (they
+	// carry the endpoint since migration 008).
+	sqlConsoleOpenLive = `
+open AS (
     SELECT endpoint,
            count(*) FILTER (WHERE state = 'pending') AS pending,
            count(*) FILTER (WHERE state = 'needs_review') AS review,
@@ -45,7 +44,28 @@ WITH rolled AS (
       FROM hookinbox_outbox
      WHERE state IN ('pending', 'needs_review')
      GROUP BY source_endpoint
-), names AS (
+)`
+
+	// What waits per endpoint as the last roll-up counted it.
+	sqlConsoleOpenCounted = `
+open AS (
+    SELECT endpoint, pending, needs_review AS review, oldest_pending AS oldest FROM hookinbox_backlog
+), outbox AS (
+    SELECT endpoint, outbox_pending AS pending, outbox_needs_review AS review FROM hookinbox_backlog
+)`
+
+	// ?1 is the window's start, ?2 where the roll-up's minutes end and the live counts
+	// start, ?3 when the backlog was counted (NULL: live).
+	sqlConsoleEndpointsHead = `
+WITH rolled AS (
+    SELECT endpoint, sum(received) AS received, sum(processed) AS processed
+      FROM hookinbox_minute WHERE minute >= ?1 AND minute < ?2 GROUP BY endpoint
+), recent AS (
+    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE received_at >= ?2 GROUP BY endpoint
+), done AS (
+    SELECT endpoint, count(*) AS n FROM hookinbox_inbox WHERE processed_at >= ?2 GROUP BY endpoint
+), `
+	sqlConsoleEndpointsTail = `, names AS (
     SELECT endpoint FROM rolled UNION SELECT endpoint FROM recent UNION SELECT endpoint FROM done
     UNION SELECT endpoint FROM open UNION SELECT endpoint FROM outbox
     UNION SELECT endpoint FROM hookinbox_endpoint
@@ -53,7 +73,7 @@ WITH rolled AS (
 SELECT names.endpoint, coalesce(rolled.received, 0) + coalesce(recent.n, 0),
        coalesce(rolled.processed, 0) + coalesce(done.n, 0), coalesce(open.pending, 0),
        coalesce(open.review, 0), coalesce(` + now + ` - open.oldest, 0), coalesce(outbox.pending, 0),
-       coalesce(outbox.review, 0), coalesce(e.paused, 0)
+       coalesce(outbox.review, 0), coalesce(e.paused, 0), ?3
   FROM names
   LEFT JOIN rolled USING (endpoint)
   LEFT JOIN recent USING (endpoint)
@@ -62,6 +82,19 @@ SELECT names.endpoint, coalesce(rolled.received, 0) + coalesce(recent.n, 0),
   LEFT JOIN outbox USING (endpoint)
   LEFT JOIN hookinbox_endpoint AS e USING (endpoint)
  ORDER BY names.endpoint`
+
+	sqlConsoleEndpoints        = sqlConsoleEndpointsHead + sqlConsoleOpenLive + sqlConsoleEndpointsTail
+	sqlConsoleEndpointsCounted = sqlConsoleEndpointsHead + sqlConsoleOpenCounted + sqlConsoleEndpointsTail
+
+	// The roll-up's count of the backlog, replacing the last one. SQLite has no FULL
+	// JOIN before 3.39's; the endpoints of either side, then both counts.
+	sqlConsoleBacklogClear = `DELETE FROM hookinbox_backlog`
+	sqlConsoleBacklog      = `
+WITH ` + sqlConsoleOpenLive + `, names AS (SELECT endpoint FROM open UNION SELECT endpoint FROM outbox)
+INSERT INTO hookinbox_backlog (endpoint, pending, needs_review, oldest_pending, outbox_pending, outbox_needs_review)
+SELECT names.endpoint, coalesce(open.pending, 0), coalesce(open.review, 0), open.oldest,
+       coalesce(outbox.pending, 0), coalesce(outbox.review, 0)
+  FROM names LEFT JOIN open USING (endpoint) LEFT JOIN outbox USING (endpoint)`
 
 	// Buckets of ?2 microseconds from ?1; the roll-up's minutes before ?3, live counts
 	// from ?3.
@@ -361,21 +394,52 @@ func rolledThrough(ctx context.Context, q dbtx) (time.Time, error) {
 	return fromMicros(us), nil
 }
 
+// rolled is where the roll-up's minutes end (zero when there are none), and when the
+// backlog it last counted was counted (zero: never) and how large it was.
+type rolled struct {
+	through, countedAt time.Time
+	backlog            int64
+}
+
+func (e *executor) rolled(ctx context.Context) (rolled, error) {
+	var r rolled
+	var through, counted sql.NullInt64
+	if err := e.db.QueryRowContext(ctx, sqlConsoleRolled).Scan(&through, &counted, &r.backlog); err != nil {
+		return r, err
+	}
+	if through.Valid {
+		r.through = fromMicros(through.Int64)
+	}
+	if counted.Valid {
+		r.countedAt = fromMicros(counted.Int64)
+	}
+	return r, nil
+}
+
 func (e *executor) ConsoleEndpoints(ctx context.Context, since time.Time) ([]*driver.EndpointSummary, error) {
-	rolled, err := rolledThrough(ctx, e.db)
+	r, err := e.rolled(ctx)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error summarising endpoints: %w", err))
 	}
-	rows, err := e.db.QueryContext(ctx, sqlConsoleEndpoints, since.UnixMicro(), driver.LiveFrom(since, rolled).UnixMicro())
+	query, counted := sqlConsoleEndpoints, (*int64)(nil)
+	if driver.CountedBacklog(r.countedAt, r.backlog, time.Now()) {
+		at := r.countedAt.UnixMicro()
+		query, counted = sqlConsoleEndpointsCounted, &at
+	}
+	rows, err := e.db.QueryContext(ctx, query, since.UnixMicro(), driver.LiveFrom(since, r.through).UnixMicro(), counted)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error summarising endpoints: %w", err))
 	}
 	list, err := collect(rows, func(row scanner) (*driver.EndpointSummary, error) {
 		var s driver.EndpointSummary
 		var oldest int64
+		var at sql.NullInt64
 		err := row.Scan(&s.Endpoint, &s.Received, &s.Processed, &s.Pending, &s.NeedsReview, &oldest,
-			&s.OutboxPending, &s.OutboxNeedsReview, &s.Paused)
+			&s.OutboxPending, &s.OutboxNeedsReview, &s.Paused, &at)
 		s.OldestPendingAge = max(time.Duration(oldest)*time.Microsecond, 0)
+		if at.Valid {
+			s.CountedAt = fromMicros(at.Int64)
+		}
 		return &s, err
 	})
 	if err != nil {
@@ -386,12 +450,12 @@ func (e *executor) ConsoleEndpoints(ctx context.Context, since time.Time) ([]*dr
 
 func (e *executor) ConsoleSeries(ctx context.Context, since time.Time, bucket time.Duration) ([]*driver.SeriesPoint, error) {
 	points := driver.SeriesBuckets(since, time.Now(), bucket)
-	rolled, err := rolledThrough(ctx, e.db)
+	ru, err := e.rolled(ctx)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading the chart: %w", err))
 	}
 	rows, err := e.db.QueryContext(ctx, sqlConsoleSeries, since.UnixMicro(), bucket.Microseconds(),
-		driver.LiveFrom(since, rolled).UnixMicro())
+		driver.LiveFrom(since, ru.through).UnixMicro())
 	if err != nil {
 		return nil, translate(fmt.Errorf("error reading the chart: %w", err))
 	}
@@ -423,7 +487,7 @@ func (e *executor) ConsoleRollup(ctx context.Context, through time.Time) (int, e
 		}
 		from := driver.RollupFrom(last, through)
 		if !from.Before(through) {
-			return nil
+			return countBacklog(ctx, q)
 		}
 		if written, err = rowsAffected(q.ExecContext(ctx, sqlConsoleRollup, from.UnixMicro(), through.UnixMicro())); err != nil {
 			return err
@@ -431,13 +495,24 @@ func (e *executor) ConsoleRollup(ctx context.Context, through time.Time) (int, e
 		if _, err := q.ExecContext(ctx, sqlConsoleRollupMark, through.UnixMicro()); err != nil {
 			return err
 		}
-		_, err = q.ExecContext(ctx, sqlConsoleRollupTrim, through.Add(-driver.RollupKeep).UnixMicro())
-		return err
+		if _, err = q.ExecContext(ctx, sqlConsoleRollupTrim, through.Add(-driver.RollupKeep).UnixMicro()); err != nil {
+			return err
+		}
+		return countBacklog(ctx, q)
 	})
 	if err != nil {
 		return 0, translate(fmt.Errorf("error rolling up the overview's counts: %w", err))
 	}
 	return written, nil
+}
+
+// countBacklog replaces the roll-up's count of what waits per endpoint.
+func countBacklog(ctx context.Context, q dbtx) error {
+	if _, err := q.ExecContext(ctx, sqlConsoleBacklogClear); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, sqlConsoleBacklog)
+	return err
 }
 
 func scanReviewGroup(outbox bool) func(row scanner) (*driver.ReviewGroup, error) {

@@ -210,11 +210,12 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
-	var oldest int64
-	if err := e.db.QueryRowContext(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	var oldest, oldestPending int64
+	if err := e.db.QueryRowContext(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview, &oldestPending); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = max(time.Duration(oldest)*time.Microsecond, 0)
+	s.OldestPendingAge = max(time.Duration(oldestPending)*time.Microsecond, 0)
 	rows, err := e.db.QueryContext(ctx, sqlInboxReceivedByType, p.RecentWindow.Microseconds())
 	if err != nil {
 		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))

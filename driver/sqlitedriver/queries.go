@@ -161,7 +161,8 @@ SELECT ` + sqlReceiptColumns + `
 	sqlInboxStats = `
 SELECT count(*),
        coalesce(` + now + ` - min(received_at), 0),
-       count(*) FILTER (WHERE state = 'needs_review')
+       count(*) FILTER (WHERE state = 'needs_review'),
+       coalesce(` + now + ` - min(received_at) FILTER (WHERE state = 'pending'), 0)
   FROM hookinbox_inbox
  WHERE state IN ('pending', 'needs_review')`
 

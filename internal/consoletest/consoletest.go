@@ -31,6 +31,7 @@ func Run(t *testing.T, open Open) {
 		{"RedeliverKeepsTheIdAndTheIdempotencyKey", redeliverKeepsKey},
 		{"OutboxFailuresGroupAndBulkActionsTakeTheirFilter", outboxGroupsAndBulk},
 		{"RollupGivesTheSameCountsAsCountingLive", rollupMatchesLive},
+		{"ALargeBacklogIsShownAsTheRollupCountedIt", largeBacklogCounted},
 		{"ReviewGroupsCarryTheNewestMembersPayload", reviewGroupExample},
 		{"ReceiptDetailHoldsTheRequestAndTheLastConflict", receiptDetail},
 		{"ListsPageNewerAsWellAsOlder", pagesBothWays},
@@ -480,5 +481,30 @@ func searchPayload(t *testing.T, b *bundle) {
 	}
 	if n, _ := b.ex.ConsoleCountReceipts(b.ctx, &driver.ReceiptFilter{Search: "example.org", State: hookinboxtype.StatePending}, 10); n != 2 {
 		t.Fatalf("count with search: %d, want 2", n)
+	}
+}
+
+func largeBacklogCounted(t *testing.T, b *bundle) {
+	n := driver.LiveCountLimit + 1
+	for start := 0; start < n; start += 1000 {
+		var batch []*driver.InboxInsertParams
+		for i := start; i < min(start+1000, n); i++ {
+			batch = append(batch, &driver.InboxInsertParams{Key: key("a", fmt.Sprint("e", i)), EventType: "t", Payload: []byte(`{}`), MaxAttempts: 3})
+		}
+		if _, err := b.ex.InboxInsertMany(b.ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Now().Truncate(time.Minute)
+	if s := b.summary(t, since)["a"]; s.Pending != int64(n) || !s.CountedAt.IsZero() {
+		t.Fatalf("before any roll-up: %+v, want %d pending counted live", s, n)
+	}
+	if _, err := b.ex.ConsoleRollup(b.ctx, time.Now().Add(-driver.RollupLag)); err != nil {
+		t.Fatal(err)
+	}
+	b.receive(t, "a", "after", `{}`)
+	s := b.summary(t, since)["a"]
+	if s.Pending != int64(n) || s.CountedAt.IsZero() || time.Since(s.CountedAt) > time.Minute {
+		t.Fatalf("after the roll-up: %+v, want the roll-up's count %d with its time", s, n)
 	}
 }

@@ -51,6 +51,19 @@ CREATE TABLE hookinbox_rollup (
     through timestamptz NOT NULL
 );
 
+-- What waits per endpoint, as the last roll-up counted it (receipts pending or needing
+-- review, the oldest pending one's arrival, undelivered outbox messages): the overview
+-- shows it, with its time, rather than count a large backlog live at every view.
+CREATE TABLE hookinbox_backlog (
+    endpoint            text        PRIMARY KEY,
+    pending             bigint      NOT NULL,
+    needs_review        bigint      NOT NULL,
+    oldest_pending      timestamptz,
+    outbox_pending      bigint      NOT NULL,
+    outbox_needs_review bigint      NOT NULL,
+    counted_at          timestamptz NOT NULL DEFAULT now()
+);
+
 -- The unprocessed partial indexes also carry what the overview counts per endpoint,
 -- so that its counts are index-only scans of them. The claim still reads them in
 -- (state, available_at) order. Rebuilding reads the inbox once, holding writes back

@@ -36,6 +36,18 @@ CREATE TABLE hookinbox_rollup (
     through INTEGER NOT NULL
 ) STRICT;
 
+-- What waits per endpoint, as the last roll-up counted it: the overview shows it, with
+-- its time, rather than count a large backlog live at every view.
+CREATE TABLE hookinbox_backlog (
+    endpoint            TEXT    NOT NULL PRIMARY KEY,
+    pending             INTEGER NOT NULL,
+    needs_review        INTEGER NOT NULL,
+    oldest_pending      INTEGER,
+    outbox_pending      INTEGER NOT NULL,
+    outbox_needs_review INTEGER NOT NULL,
+    counted_at          INTEGER NOT NULL DEFAULT (CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER) * 1000)
+) STRICT;
+
 -- The unprocessed partial indexes also hold what the overview counts per endpoint, so
 -- that its counts read the index alone; the claim still reads them in (state,
 -- available_at) order.

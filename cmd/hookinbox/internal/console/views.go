@@ -40,6 +40,10 @@ type overviewData struct {
 	Window    string
 	Endpoints []overviewRow
 	Chart     *chart
+	// CountedAt is when the roll-up counted the backlog shown, when it was too large
+	// to count at this view; zero when counted live.
+	CountedAt  time.Time
+	CountLimit int
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
@@ -66,8 +70,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(list, func(a, b *driver.EndpointSummary) int { return cmp.Compare(a.Endpoint, b.Endpoint) })
-	d := &overviewData{Window: window}
+	d := &overviewData{Window: window, CountLimit: driver.LiveCountLimit}
 	for _, s := range list {
+		if !s.CountedAt.IsZero() {
+			d.CountedAt = s.CountedAt
+		}
 		row := overviewRow{EndpointSummary: s, Known: c.knownEndpoint(s.Endpoint),
 			EventsURL: c.cfg.Path + "/events?" + url.Values{"endpoint": {s.Endpoint}, "state": {"pending"}}.Encode(),
 			OutboxURL: c.cfg.Path + "/outbox?" + url.Values{"endpoint": {s.Endpoint}, "state": {"needs_review"}}.Encode()}
