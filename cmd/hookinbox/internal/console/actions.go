@@ -179,7 +179,9 @@ func (c *Console) endpointAction(w http.ResponseWriter, r *http.Request, action 
 // confirmData is a bulk action's confirmation: what it will change, how many rows
 // (up to MaxBulk), and the form that carries out exactly that.
 type confirmData struct {
-	Action       string
+	Action string
+	// Verb is the action in words: retry, resolve, redeliver.
+	Verb         string
 	Noun         string
 	Description  string
 	Count        int
@@ -253,7 +255,7 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
 	fields := c.filterQuery(f)
 	fields.Set("action", action)
 	d := &confirmData{
-		Action: action, Noun: "receipts", Description: describeReceipts(f, t), Count: min(n, c.cfg.MaxBulk),
+		Action: action, Verb: action, Noun: "receipts", Description: describeReceipts(f, t), Count: min(n, c.cfg.MaxBulk),
 		More: n > c.cfg.MaxBulk, Max: c.cfg.MaxBulk, Fields: fields, PostURL: c.cfg.Path + "/bulk",
 		BackURL: c.cfg.Path + "/events?" + c.filterQuery(f).Encode(), NoteRequired: action == driver.ActionResolve,
 	}
@@ -364,7 +366,7 @@ func (c *Console) confirmOutbox(w http.ResponseWriter, r *http.Request) {
 	fields := c.outboxQuery(f)
 	fields.Set("action", action)
 	d := &confirmData{
-		Action: action, Noun: "outbox messages", Description: describeOutbox(f, t), Count: min(n, c.cfg.MaxBulk),
+		Action: action, Verb: strings.TrimSuffix(action, "_outbox"), Noun: "outbox messages", Description: describeOutbox(f, t), Count: min(n, c.cfg.MaxBulk),
 		More: n > c.cfg.MaxBulk, Max: c.cfg.MaxBulk, Fields: fields, PostURL: c.cfg.Path + "/outbox/bulk",
 		BackURL: c.cfg.Path + "/outbox?" + c.outboxQuery(f).Encode(), NoteRequired: action == driver.ActionResolveOutbox,
 		Redeliver: action == driver.ActionRedeliver,

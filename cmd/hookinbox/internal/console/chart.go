@@ -65,7 +65,7 @@ func niceMax(n int64) int64 {
 
 func newChart(points []*driver.SeriesPoint, bucket time.Duration, now time.Time) *chart {
 	c := &chart{Width: chartWidth, Height: chartHeight, Left: chartLeft, Top: chartTop,
-		Right: chartWidth - 8, Bottom: chartHeight - chartBottom, Bucket: bucket.String()}
+		Right: chartWidth - 8, Bottom: chartHeight - chartBottom, Bucket: bucketName(bucket)}
 	var top int64
 	for _, p := range points {
 		top = max(top, p.Received, p.Processed, p.Failed, p.Exhausted)
@@ -120,3 +120,11 @@ func newChart(points []*driver.SeriesPoint, bucket time.Duration, now time.Time)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// bucketName is a bucket's span in words: "1 minute", "30 minutes".
+func bucketName(d time.Duration) string {
+	if m := int(d / time.Minute); m != 1 {
+		return strconv.Itoa(m) + " minutes"
+	}
+	return "1 minute"
+}

@@ -61,6 +61,8 @@ type setupOpts struct {
 	logger *slog.Logger
 	// retried is the console's RetriedFunc.
 	retried func()
+	// endpoints are configured beside billing.
+	endpoints []console.Endpoint
 }
 
 // drivers runs fn against PostgreSQL and SQLite.
@@ -159,7 +161,7 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 			{Name: "alice", Secret: operatorToken},
 			{Name: "rita", Secret: readerToken, ReadOnly: true},
 		},
-		Endpoints:   []console.Endpoint{{Name: "billing", Provider: "stripe"}},
+		Endpoints:   append([]console.Endpoint{{Name: "billing", Provider: "stripe"}}, o.endpoints...),
 		Redact:      o.redact,
 		MaxBulk:     o.maxBulk,
 		LoginRate:   1000,
