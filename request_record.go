@@ -6,19 +6,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-)
 
-// requestRecord is what a receipt keeps of the request that delivered it besides the
-// body (hookinbox_inbox.request), for the operator console's event page: who sent it,
-// to which path, and its headers, credentials left out.
-type requestRecord struct {
-	Method        string              `json:"method"`
-	Path          string              `json:"path"`
-	RemoteAddr    string              `json:"remote_addr"`
-	ContentLength int64               `json:"content_length"`
-	SecretSlot    *int                `json:"secret_slot,omitempty"`
-	Headers       map[string][]string `json:"headers"`
-}
+	"github.com/hookinbox/hookinbox/hookinboxtype"
+)
 
 // The record's bounds: a header value is cut at maxHeaderValue bytes, and headers
 // stop being added once they hold maxHeaderBytes, so a request's headers cannot
@@ -51,7 +41,7 @@ func (i *Inbox[TTx]) recordRequest(r *http.Request, secretSlot int) []byte {
 	if i.omitRequestRecord {
 		return nil
 	}
-	rec := requestRecord{Method: r.Method, Path: r.URL.Path, RemoteAddr: r.RemoteAddr, ContentLength: r.ContentLength,
+	rec := hookinboxtype.RequestRecord{Method: r.Method, Path: r.URL.Path, RemoteAddr: r.RemoteAddr, ContentLength: r.ContentLength,
 		Headers: map[string][]string{}}
 	if secretSlot >= 0 {
 		rec.SecretSlot = &secretSlot

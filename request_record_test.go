@@ -67,12 +67,7 @@ func TestEndpoint_ReceiptRecordsItsRequestWithoutCredentials(t *testing.T) {
 			}
 			continue
 		}
-		var rec struct {
-			Method     string
-			RemoteAddr string `json:"remote_addr"`
-			SecretSlot *int   `json:"secret_slot"`
-			Headers    map[string][]string
-		}
+		var rec hookinboxtype.RequestRecord
 		if err := json.Unmarshal(d.Request, &rec); err != nil {
 			t.Fatalf("record %s: %v", d.Request, err)
 		}

@@ -130,38 +130,21 @@ func TestDeploy_AlertsAndDashboardUseOnlyExportedMetrics(t *testing.T) {
 		t.Fatalf("%d alert and %d dashboard expressions: the files did not parse as expected", len(alerts), len(dashboard))
 	}
 	rcv := newReceiver(t)
-	b := setupForward(t, `
-database_url: %s
-listen: 127.0.0.1:0
-endpoints:
-  - name: billing
-    path: /webhooks/stripe
-    provider: stripe
-    secrets_env: [E2E_STRIPE_SECRET]
-    mode: sync
-    handler: billing
-  - name: queue
-    path: /webhooks/queue
-    provider: stripe
-    secrets_env: [E2E_STRIPE_SECRET]
-    mode: async
-    handler: billing
-  - name: gateway
+	// The e2e config's sync and async billing endpoints, and a forward endpoint.
+	b := setupForward(t, strings.Replace(e2eConfig, "worker:", `  - name: gateway
     path: /webhooks/github
     provider: github
     secrets_env: [E2E_GITHUB_SECRET]
     mode: sync
     handler: forward
     forward: {url: "`+rcv.url()+`"}
-worker: {max_attempts: 1, poll_interval: 100ms}
-shutdown_timeout: 10s
-`)
+worker:`, 1))
 	p := b.serve(t)
 	// The billing handler's insert of this customer's invoice fails.
 	if _, err := b.db.Pool.Exec(context.Background(), `ALTER TABLE invoices ADD CONSTRAINT e2e_block CHECK (customer_id <> 'cus_blocked')`); err != nil {
 		t.Fatal(err)
 	}
-	// A sync delivery, an async one whose handler fails its only attempt (to review),
+	// A sync delivery, an async one whose handler fails every attempt (to review),
 	// and a forwarded event the dispatcher delivers: every family then has a sample.
 	b.send(t, p, "/webhooks/stripe", "--id", "evt_m_1", "--invoice", "in_m_1")
 	b.send(t, p, "/webhooks/queue", "--id", "evt_m_2", "--invoice", "in_m_2", "--customer", "cus_blocked")

@@ -585,33 +585,31 @@ func (e *executor) inTx(ctx context.Context, fn func(db dbtx) error) error {
 }
 
 func (e *executor) ConsoleReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
-	rows, err := e.consoleQuery(ctx, sqlConsoleReviewGroups, limit)
-	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping receipts for review: %w", err))
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.ReviewGroup, error) {
-		var g driver.ReviewGroup
-		err := row.Scan(&g.Endpoint, &g.Fingerprint, &g.Example, &g.ExamplePayload, &g.Count, &g.Oldest, &g.Newest)
-		return &g, err
-	})
-	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping receipts for review: %w", err))
-	}
-	return list, nil
+	return e.reviewGroups(ctx, sqlConsoleReviewGroups, limit, "receipts")
 }
 
 func (e *executor) ConsoleOutboxReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
-	rows, err := e.consoleQuery(ctx, sqlConsoleOutboxReviewGroups, limit)
+	return e.reviewGroups(ctx, sqlConsoleOutboxReviewGroups, limit, "outbox messages")
+}
+
+// reviewGroups runs one of the review groups' statements; the outbox's has the
+// destination after the endpoint.
+func (e *executor) reviewGroups(ctx context.Context, query string, limit int, what string) ([]*driver.ReviewGroup, error) {
+	rows, err := e.consoleQuery(ctx, query, limit)
 	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping outbox messages for review: %w", err))
+		return nil, translate(fmt.Errorf("error grouping %s for review: %w", what, err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.ReviewGroup, error) {
 		var g driver.ReviewGroup
-		err := row.Scan(&g.Endpoint, &g.Destination, &g.Fingerprint, &g.Example, &g.ExamplePayload, &g.Count, &g.Oldest, &g.Newest)
+		dest := []any{&g.Endpoint, &g.Fingerprint, &g.Example, &g.ExamplePayload, &g.Count, &g.Oldest, &g.Newest}
+		if query == sqlConsoleOutboxReviewGroups {
+			dest = slices.Insert(dest, 1, any(&g.Destination))
+		}
+		err := row.Scan(dest...)
 		return &g, err
 	})
 	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping outbox messages for review: %w", err))
+		return nil, translate(fmt.Errorf("error grouping %s for review: %w", what, err))
 	}
 	return list, nil
 }

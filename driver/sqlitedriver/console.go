@@ -515,13 +515,27 @@ func countBacklog(ctx context.Context, q dbtx) error {
 	return err
 }
 
-func scanReviewGroup(outbox bool) func(row scanner) (*driver.ReviewGroup, error) {
-	return func(row scanner) (*driver.ReviewGroup, error) {
+func (e *executor) ConsoleReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
+	return e.reviewGroups(ctx, sqlConsoleReviewGroups, limit, "receipts")
+}
+
+func (e *executor) ConsoleOutboxReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
+	return e.reviewGroups(ctx, sqlConsoleOutboxReviewGroups, limit, "outbox messages")
+}
+
+// reviewGroups runs one of the review groups' statements; the outbox's has the
+// destination after the endpoint.
+func (e *executor) reviewGroups(ctx context.Context, query string, limit int, what string) ([]*driver.ReviewGroup, error) {
+	rows, err := e.db.QueryContext(ctx, query, limit)
+	if err != nil {
+		return nil, translate(fmt.Errorf("error grouping %s for review: %w", what, err))
+	}
+	list, err := collect(rows, func(row scanner) (*driver.ReviewGroup, error) {
 		var g driver.ReviewGroup
 		var oldest, newest int64
 		var payload sql.NullString
 		dest := []any{&g.Endpoint, &g.Fingerprint, &g.Example, &payload, &g.Count, &oldest, &newest}
-		if outbox {
+		if query == sqlConsoleOutboxReviewGroups {
 			dest = slices.Insert(dest, 1, any(&g.Destination))
 		}
 		err := row.Scan(dest...)
@@ -530,29 +544,9 @@ func scanReviewGroup(outbox bool) func(row scanner) (*driver.ReviewGroup, error)
 			g.ExamplePayload = json.RawMessage(payload.String)
 		}
 		return &g, err
-	}
-}
-
-func (e *executor) ConsoleReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
-	rows, err := e.db.QueryContext(ctx, sqlConsoleReviewGroups, limit)
+	})
 	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping receipts for review: %w", err))
-	}
-	list, err := collect(rows, scanReviewGroup(false))
-	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping receipts for review: %w", err))
-	}
-	return list, nil
-}
-
-func (e *executor) ConsoleOutboxReviewGroups(ctx context.Context, limit int) ([]*driver.ReviewGroup, error) {
-	rows, err := e.db.QueryContext(ctx, sqlConsoleOutboxReviewGroups, limit)
-	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping outbox messages for review: %w", err))
-	}
-	list, err := collect(rows, scanReviewGroup(true))
-	if err != nil {
-		return nil, translate(fmt.Errorf("error grouping outbox messages for review: %w", err))
+		return nil, translate(fmt.Errorf("error grouping %s for review: %w", what, err))
 	}
 	return list, nil
 }

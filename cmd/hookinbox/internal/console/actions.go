@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -93,13 +94,8 @@ func (c *Console) eventAction(w http.ResponseWriter, r *http.Request, action str
 	if !ok {
 		return
 	}
-	rc, err := c.exec.InboxGet(r.Context(), k)
-	if err != nil {
-		c.fail(w, r, "error reading the receipt", err)
-		return
-	}
-	if rc == nil {
-		c.problem(w, r, http.StatusNotFound, "There is no such receipt.")
+	rc, ok := c.receipt(w, r, k)
+	if !ok {
 		return
 	}
 	a := &driver.ConsoleAction{Action: action, Target: eventTarget(k), Note: n, Key: &k}
@@ -195,212 +191,190 @@ type confirmData struct {
 	Redeliver bool
 }
 
-// bulkFilter reads a bulk action on receipts: a retry or a resolve, from a state an
+// bulkPlan is a bulk action read from a request, on receipts or on outbox messages:
+// what its confirmation shows and what carrying it out does.
+type bulkPlan struct {
+	action, verb, noun string
+	// fields are the filter's parameters; postURL carries the action out, backURL is
+	// the list it came from.
+	fields           url.Values
+	postURL, backURL string
+	noteRequired     bool
+	// wake says whether the action makes rows available to the workers or the
+	// dispatcher.
+	wake bool
+	// count counts the matching rows up to limit; sample reads the newest one's
+	// payload; describe says the filter in words with t; change is the action on at
+	// most limit rows still in the state shown.
+	count    func(ctx context.Context, limit int) (int, error)
+	sample   func(ctx context.Context) ([]byte, error)
+	describe func(t *textRedactor) string
+	change   func(limit int) *driver.ConsoleAction
+}
+
+// receiptPlan reads a bulk action on receipts: a retry or a resolve, from a state an
 // action applies to, of a filter (no exact event, no cursor).
-func (c *Console) bulkFilter(q url.Values) (string, *driver.ReceiptFilter, error) {
+func (c *Console) receiptPlan(q url.Values) (*bulkPlan, error) {
 	action := q.Get("action")
 	if action != driver.ActionRetry && action != driver.ActionResolve {
-		return "", nil, fmt.Errorf("action: want %s or %s", driver.ActionRetry, driver.ActionResolve)
+		return nil, fmt.Errorf("action: want %s or %s", driver.ActionRetry, driver.ActionResolve)
 	}
 	f, err := c.receiptFilter(q)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if !slices.Contains(actionable, f.State) {
-		return "", nil, fmt.Errorf("state: a bulk action needs state %s or %s", hookinboxtype.StatePending, hookinboxtype.StateNeedsReview)
+		return nil, fmt.Errorf("state: a bulk action needs state %s or %s", hookinboxtype.StatePending, hookinboxtype.StateNeedsReview)
 	}
 	if f.EventID != "" || f.After != nil || f.Before != nil {
-		return "", nil, fmt.Errorf("a bulk action takes a filter, not an event id or a cursor")
+		return nil, fmt.Errorf("a bulk action takes a filter, not an event id or a cursor")
 	}
-	return action, f, nil
+	return &bulkPlan{
+		action: action, verb: action, noun: "receipts", fields: c.filterQuery(f),
+		postURL: c.cfg.Path + "/bulk", backURL: c.cfg.Path + "/events?" + c.filterQuery(f).Encode(),
+		noteRequired: action == driver.ActionResolve, wake: action == driver.ActionRetry,
+		count: func(ctx context.Context, limit int) (int, error) { return c.db.ConsoleCountReceipts(ctx, f, limit) },
+		sample: func(ctx context.Context) ([]byte, error) {
+			list, err := c.db.ConsoleReceipts(ctx, f, 1)
+			if err != nil || len(list) == 0 {
+				return nil, err
+			}
+			return list[0].Payload, nil
+		},
+		describe: func(t *textRedactor) string { return describeReceipts(f, t) },
+		change: func(limit int) *driver.ConsoleAction {
+			return &driver.ConsoleAction{Action: action, Filter: f, Limit: limit, FromStates: []hookinboxtype.State{f.State}}
+		},
+	}, nil
 }
 
-// receiptSample returns the texts' redactor of a filter's newest receipt: a group's
-// members share what their fingerprint quotes.
-func (c *Console) receiptSample(w http.ResponseWriter, r *http.Request, f *driver.ReceiptFilter) (*textRedactor, bool) {
-	if !c.redact.on() {
-		return c.redact.texts(), true
-	}
-	list, err := c.db.ConsoleReceipts(r.Context(), f, 1)
-	if err != nil {
-		c.fail(w, r, "error reading the receipts", err)
-		return nil, false
-	}
-	var payloads [][]byte
-	for _, rc := range list {
-		payloads = append(payloads, rc.Payload)
-	}
-	return c.redact.texts(payloads...), true
-}
-
-func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
-	if sessionFrom(r.Context()).readOnly {
-		c.problem(w, r, http.StatusForbidden, "Read-only session: actions are refused.")
-		return
-	}
-	action, f, err := c.bulkFilter(r.URL.Query())
-	if err != nil {
-		c.problem(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	n, err := c.db.ConsoleCountReceipts(r.Context(), f, c.cfg.MaxBulk+1)
-	if err != nil {
-		c.fail(w, r, "error counting receipts", err)
-		return
-	}
-	t, ok := c.receiptSample(w, r, f)
-	if !ok {
-		return
-	}
-	fields := c.filterQuery(f)
-	fields.Set("action", action)
-	d := &confirmData{
-		Action: action, Verb: action, Noun: "receipts", Description: describeReceipts(f, t), Count: min(n, c.cfg.MaxBulk),
-		More: n > c.cfg.MaxBulk, Max: c.cfg.MaxBulk, Fields: fields, PostURL: c.cfg.Path + "/bulk",
-		BackURL: c.cfg.Path + "/events?" + c.filterQuery(f).Encode(), NoteRequired: action == driver.ActionResolve,
-	}
-	fields.Set("expect", strconv.Itoa(d.Count))
-	c.render(w, r, http.StatusOK, "confirm", d)
-}
-
-// expect reads the count a bulk action's confirmation showed.
-func (c *Console) expect(w http.ResponseWriter, r *http.Request) (int, bool) {
-	n, err := strconv.Atoi(r.PostForm.Get("expect"))
-	if err != nil || n < 1 || n > c.cfg.MaxBulk {
-		c.problem(w, r, http.StatusBadRequest, fmt.Sprintf("expect: the confirmed count, 1 to %d.", c.cfg.MaxBulk))
-		return 0, false
-	}
-	return n, true
-}
-
-// bulk carries out a confirmed action: on at most the rows the confirmation counted,
-// and only on those still in the state it showed, so a row that a worker or another
-// operator moved in between is left alone. The result says how many changed.
-func (c *Console) bulk(w http.ResponseWriter, r *http.Request) {
-	if !c.parseForm(w, r) {
-		return
-	}
-	action, f, err := c.bulkFilter(r.PostForm)
-	if err != nil {
-		c.problem(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	expect, ok := c.expect(w, r)
-	if !ok {
-		return
-	}
-	n, ok := c.note(w, r, action == driver.ActionResolve)
-	if !ok {
-		return
-	}
-	t, ok := c.receiptSample(w, r, f)
-	if !ok {
-		return
-	}
-	a := &driver.ConsoleAction{
-		Action: action, Target: fmt.Sprintf("%d confirmed of %s", expect, describeReceipts(f, t)), Note: n,
-		Filter: f, Limit: expect, FromStates: []hookinboxtype.State{f.State},
-	}
-	if _, ok := c.apply(w, r, a, t, action == driver.ActionRetry); !ok {
-		return
-	}
-	http.Redirect(w, r, c.cfg.Path+"/audit", http.StatusSeeOther)
-}
-
-// bulkOutboxFilter reads a bulk action on outbox messages: a retry or a resolve of
+// outboxPlan reads a bulk action on outbox messages: a retry or a resolve of
 // undelivered messages, or a redelivery of published ones, of a filter (no page).
-func (c *Console) bulkOutboxFilter(q url.Values) (string, *driver.OutboxFilter, error) {
+func (c *Console) outboxPlan(q url.Values) (*bulkPlan, error) {
 	action := q.Get("action")
 	if action != driver.ActionRetryOutbox && action != driver.ActionResolveOutbox && action != driver.ActionRedeliver {
-		return "", nil, fmt.Errorf("action: want %s, %s or %s", driver.ActionRetryOutbox, driver.ActionResolveOutbox, driver.ActionRedeliver)
+		return nil, fmt.Errorf("action: want %s, %s or %s", driver.ActionRetryOutbox, driver.ActionResolveOutbox, driver.ActionRedeliver)
 	}
 	f, err := c.outboxFilter(q)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if from := driver.OutboxActionStates(action); !slices.Contains(from, f.State) {
-		return "", nil, fmt.Errorf("state: %s takes messages in state %v", action, from)
+		return nil, fmt.Errorf("state: %s takes messages in state %v", action, from)
 	}
 	if f.BeforeID != 0 || f.AfterID != 0 {
-		return "", nil, fmt.Errorf("a bulk action takes a filter, not a page")
+		return nil, fmt.Errorf("a bulk action takes a filter, not a page")
 	}
-	return action, f, nil
+	return &bulkPlan{
+		action: action, verb: strings.TrimSuffix(action, "_outbox"), noun: "outbox messages", fields: c.outboxQuery(f),
+		postURL: c.cfg.Path + "/outbox/bulk", backURL: c.cfg.Path + "/outbox?" + c.outboxQuery(f).Encode(),
+		noteRequired: action == driver.ActionResolveOutbox, wake: action != driver.ActionResolveOutbox,
+		count: func(ctx context.Context, limit int) (int, error) { return c.db.ConsoleCountOutbox(ctx, f, limit) },
+		sample: func(ctx context.Context) ([]byte, error) {
+			list, err := c.db.ConsoleOutbox(ctx, f, 1)
+			if err != nil || len(list) == 0 {
+				return nil, err
+			}
+			return list[0].Payload, nil
+		},
+		describe: func(t *textRedactor) string { return describeOutbox(f, t) },
+		change: func(limit int) *driver.ConsoleAction {
+			return &driver.ConsoleAction{Action: action, OutboxFilter: f, Limit: limit, FromStates: []hookinboxtype.State{f.State}}
+		},
+	}, nil
 }
 
-// outboxSample is receiptSample for outbox messages: the newest one's payload.
-func (c *Console) outboxSample(w http.ResponseWriter, r *http.Request, f *driver.OutboxFilter) (*textRedactor, bool) {
+// texts returns the redactor of the texts a plan shows and writes: with the payload
+// of the filter's newest row, since a group's members share what their fingerprint
+// quotes. It answers the request itself when the database fails.
+func (c *Console) texts(w http.ResponseWriter, r *http.Request, p *bulkPlan) (*textRedactor, bool) {
 	if !c.redact.on() {
 		return c.redact.texts(), true
 	}
-	list, err := c.db.ConsoleOutbox(r.Context(), f, 1)
+	payload, err := p.sample(r.Context())
 	if err != nil {
-		c.fail(w, r, "error reading the outbox", err)
+		c.fail(w, r, "error reading the "+p.noun, err)
 		return nil, false
 	}
-	var payloads [][]byte
-	for _, m := range list {
-		payloads = append(payloads, m.Payload)
-	}
-	return c.redact.texts(payloads...), true
+	return c.redact.texts(payload), true
+}
+
+func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
+	c.confirmPlan(w, r, c.receiptPlan)
 }
 
 func (c *Console) confirmOutbox(w http.ResponseWriter, r *http.Request) {
+	c.confirmPlan(w, r, c.outboxPlan)
+}
+
+// confirmPlan shows how many rows a bulk action will change (up to MaxBulk), and the
+// form that carries out exactly that.
+func (c *Console) confirmPlan(w http.ResponseWriter, r *http.Request, read func(url.Values) (*bulkPlan, error)) {
 	if sessionFrom(r.Context()).readOnly {
 		c.problem(w, r, http.StatusForbidden, "Read-only session: actions are refused.")
 		return
 	}
-	action, f, err := c.bulkOutboxFilter(r.URL.Query())
+	p, err := read(r.URL.Query())
 	if err != nil {
 		c.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	n, err := c.db.ConsoleCountOutbox(r.Context(), f, c.cfg.MaxBulk+1)
+	n, err := p.count(r.Context(), c.cfg.MaxBulk+1)
 	if err != nil {
-		c.fail(w, r, "error counting outbox messages", err)
+		c.fail(w, r, "error counting the "+p.noun, err)
 		return
 	}
-	t, ok := c.outboxSample(w, r, f)
+	t, ok := c.texts(w, r, p)
 	if !ok {
 		return
 	}
-	fields := c.outboxQuery(f)
-	fields.Set("action", action)
 	d := &confirmData{
-		Action: action, Verb: strings.TrimSuffix(action, "_outbox"), Noun: "outbox messages", Description: describeOutbox(f, t), Count: min(n, c.cfg.MaxBulk),
-		More: n > c.cfg.MaxBulk, Max: c.cfg.MaxBulk, Fields: fields, PostURL: c.cfg.Path + "/outbox/bulk",
-		BackURL: c.cfg.Path + "/outbox?" + c.outboxQuery(f).Encode(), NoteRequired: action == driver.ActionResolveOutbox,
-		Redeliver: action == driver.ActionRedeliver,
+		Action: p.action, Verb: p.verb, Noun: p.noun, Description: p.describe(t), Count: min(n, c.cfg.MaxBulk),
+		More: n > c.cfg.MaxBulk, Max: c.cfg.MaxBulk, Fields: p.fields, PostURL: p.postURL, BackURL: p.backURL,
+		NoteRequired: p.noteRequired, Redeliver: p.action == driver.ActionRedeliver,
 	}
-	fields.Set("expect", strconv.Itoa(d.Count))
+	p.fields.Set("action", p.action)
+	p.fields.Set("expect", strconv.Itoa(d.Count))
 	c.render(w, r, http.StatusOK, "confirm", d)
 }
 
+func (c *Console) bulk(w http.ResponseWriter, r *http.Request) {
+	c.bulkAction(w, r, c.receiptPlan)
+}
+
 func (c *Console) bulkOutbox(w http.ResponseWriter, r *http.Request) {
+	c.bulkAction(w, r, c.outboxPlan)
+}
+
+// bulkAction carries out a confirmed action: on at most the rows the confirmation
+// counted, and only on those still in the state it showed, so a row that a worker or
+// another operator moved in between is left alone. The audit log says how many
+// changed.
+func (c *Console) bulkAction(w http.ResponseWriter, r *http.Request, read func(url.Values) (*bulkPlan, error)) {
 	if !c.parseForm(w, r) {
 		return
 	}
-	action, f, err := c.bulkOutboxFilter(r.PostForm)
+	p, err := read(r.PostForm)
 	if err != nil {
 		c.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	expect, ok := c.expect(w, r)
+	expect, err := strconv.Atoi(r.PostForm.Get("expect"))
+	if err != nil || expect < 1 || expect > c.cfg.MaxBulk {
+		c.problem(w, r, http.StatusBadRequest, fmt.Sprintf("expect: the confirmed count, 1 to %d.", c.cfg.MaxBulk))
+		return
+	}
+	n, ok := c.note(w, r, p.noteRequired)
 	if !ok {
 		return
 	}
-	n, ok := c.note(w, r, action == driver.ActionResolveOutbox)
+	t, ok := c.texts(w, r, p)
 	if !ok {
 		return
 	}
-	t, ok := c.outboxSample(w, r, f)
-	if !ok {
-		return
-	}
-	a := &driver.ConsoleAction{
-		Action: action, Target: fmt.Sprintf("%d confirmed of %s", expect, describeOutbox(f, t)), Note: n,
-		OutboxFilter: f, Limit: expect, FromStates: []hookinboxtype.State{f.State},
-	}
-	if _, ok := c.apply(w, r, a, t, action != driver.ActionResolveOutbox); !ok {
+	a := p.change(expect)
+	a.Target, a.Note = fmt.Sprintf("%d confirmed of %s", expect, p.describe(t)), n
+	if _, ok := c.apply(w, r, a, t, p.wake); !ok {
 		return
 	}
 	http.Redirect(w, r, c.cfg.Path+"/audit", http.StatusSeeOther)

@@ -223,14 +223,20 @@ func describe(pairs [][2]string, all string) string {
 	return strings.Join(parts, " ")
 }
 
+// rangeWords is a time range's ends as a description shows them ("" when open).
+func rangeWords(since, until time.Time) (string, string) {
+	var s, u string
+	if !since.IsZero() {
+		s = since.UTC().Format(time.RFC3339)
+	}
+	if !until.IsZero() {
+		u = until.UTC().Format(time.RFC3339)
+	}
+	return s, u
+}
+
 func describeReceipts(f *driver.ReceiptFilter, t *textRedactor) string {
-	var since, until string
-	if !f.Since.IsZero() {
-		since = f.Since.UTC().Format(time.RFC3339)
-	}
-	if !f.Until.IsZero() {
-		until = f.Until.UTC().Format(time.RFC3339)
-	}
+	since, until := rangeWords(f.Since, f.Until)
 	return describe([][2]string{{"endpoint", f.Endpoint}, {"provider", f.Provider}, {"type", f.EventType},
 		{"state", string(f.State)}, {"error", t.text(f.Fingerprint)}, {"search", t.text(f.Search)},
 		{"since", since}, {"until", until}}, "all receipts")
@@ -306,16 +312,11 @@ func (c *Console) outboxQuery(f *driver.OutboxFilter) url.Values {
 }
 
 func describeOutbox(f *driver.OutboxFilter, t *textRedactor) string {
-	var dest, since, until string
+	var dest string
 	if f.Destination != nil {
 		dest = destinationParam(*f.Destination)
 	}
-	if !f.Since.IsZero() {
-		since = f.Since.UTC().Format(time.RFC3339)
-	}
-	if !f.Until.IsZero() {
-		until = f.Until.UTC().Format(time.RFC3339)
-	}
+	since, until := rangeWords(f.Since, f.Until)
 	return describe([][2]string{{"state", string(f.State)}, {"destination", dest}, {"endpoint", f.Endpoint},
 		{"type", f.EventType}, {"error", t.text(f.Fingerprint)}, {"since", since}, {"until", until}}, "all outbox messages")
 }

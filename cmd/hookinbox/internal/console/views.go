@@ -228,6 +228,20 @@ func (c *Console) keyFrom(q url.Values) (hookinboxtype.Key, error) {
 	return k, c.checkEndpoint(k.Endpoint)
 }
 
+// receipt reads one receipt, answering the request itself (404, 503) when it cannot.
+func (c *Console) receipt(w http.ResponseWriter, r *http.Request, k hookinboxtype.Key) (*hookinboxtype.Receipt, bool) {
+	rc, err := c.exec.InboxGet(r.Context(), k)
+	if err != nil {
+		c.fail(w, r, "error reading the receipt", err)
+		return nil, false
+	}
+	if rc == nil {
+		c.problem(w, r, http.StatusNotFound, "There is no such receipt.")
+		return nil, false
+	}
+	return rc, true
+}
+
 type messageRow struct {
 	*hookinboxtype.OutboxMessage
 	URL       string
@@ -265,13 +279,8 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 		c.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	rc, err := c.exec.InboxGet(r.Context(), k)
-	if err != nil {
-		c.fail(w, r, "error reading the receipt", err)
-		return
-	}
-	if rc == nil {
-		c.problem(w, r, http.StatusNotFound, "There is no such receipt.")
+	rc, ok := c.receipt(w, r, k)
+	if !ok {
 		return
 	}
 	detail, err := c.db.ConsoleReceiptDetail(r.Context(), k)
@@ -316,14 +325,7 @@ func (c *Console) requestView(record json.RawMessage, t *textRedactor) *requestV
 	if len(record) == 0 {
 		return nil
 	}
-	var rec struct {
-		Method        string              `json:"method"`
-		Path          string              `json:"path"`
-		RemoteAddr    string              `json:"remote_addr"`
-		ContentLength int64               `json:"content_length"`
-		SecretSlot    *int                `json:"secret_slot"`
-		Headers       map[string][]string `json:"headers"`
-	}
+	var rec hookinboxtype.RequestRecord
 	if json.Unmarshal(record, &rec) != nil {
 		return nil
 	}
