@@ -133,6 +133,19 @@ func (c *Console) checkEndpoint(name string) error {
 	return nil
 }
 
+// groupAndRange reads what both lists' filters share: a group's sealed fingerprint
+// and a time range.
+func (c *Console) groupAndRange(q url.Values) (fingerprint string, since, until time.Time, err error) {
+	if fingerprint, err = c.sealer.open(q.Get("fp")); err != nil {
+		return "", since, until, err
+	}
+	if since, err = parseTime("since", q.Get("since")); err != nil {
+		return "", since, until, err
+	}
+	until, err = parseTime("until", q.Get("until"))
+	return fingerprint, since, until, err
+}
+
 // receiptFilter reads a list's or an action's filter from q, refusing what it does
 // not understand.
 func (c *Console) receiptFilter(q url.Values) (*driver.ReceiptFilter, error) {
@@ -147,13 +160,7 @@ func (c *Console) receiptFilter(q url.Values) (*driver.ReceiptFilter, error) {
 		return nil, err
 	}
 	var err error
-	if f.Fingerprint, err = c.sealer.open(q.Get("fp")); err != nil {
-		return nil, err
-	}
-	if f.Since, err = parseTime("since", q.Get("since")); err != nil {
-		return nil, err
-	}
-	if f.Until, err = parseTime("until", q.Get("until")); err != nil {
+	if f.Fingerprint, f.Since, f.Until, err = c.groupAndRange(q); err != nil {
 		return nil, err
 	}
 	for _, side := range []string{"after", "before"} {
@@ -258,13 +265,7 @@ func (c *Console) outboxFilter(q url.Values) (*driver.OutboxFilter, error) {
 		f.Destination = &d
 	}
 	var err error
-	if f.Fingerprint, err = c.sealer.open(q.Get("fp")); err != nil {
-		return nil, err
-	}
-	if f.Since, err = parseTime("since", q.Get("since")); err != nil {
-		return nil, err
-	}
-	if f.Until, err = parseTime("until", q.Get("until")); err != nil {
+	if f.Fingerprint, f.Since, f.Until, err = c.groupAndRange(q); err != nil {
 		return nil, err
 	}
 	for k, dst := range map[string]*int64{"before": &f.BeforeID, "after": &f.AfterID} {
