@@ -1,6 +1,7 @@
 package pgxdriver
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hookinbox/hookinbox/driver"
@@ -11,8 +12,14 @@ import (
 // paging methods to their documentation (internal/consoletest), on PostgreSQL.
 func TestConsole_Exercise(t *testing.T) {
 	t.Parallel()
-	consoletest.Run(t, func(t *testing.T) driver.Executor {
-		_, d := migrated(t)
-		return d.Executor()
+	consoletest.Run(t, func(t *testing.T) (driver.Executor, func(*testing.T, string, int)) {
+		db, d := migrated(t)
+		return d.Executor(), func(t *testing.T, endpoint string, n int) {
+			if _, err := db.Pool.Exec(context.Background(), `
+INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, max_attempts)
+SELECT 'stripe', $1, 'fill_' || g, 't', '{}', 3 FROM generate_series(1, $2) AS g`, endpoint, n); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

@@ -11,5 +11,13 @@ import (
 // paging methods to their documentation (internal/consoletest), on SQLite.
 func TestConsole_Exercise(t *testing.T) {
 	t.Parallel()
-	consoletest.Run(t, func(t *testing.T) driver.Executor { return setup(t).ex })
+	consoletest.Run(t, func(t *testing.T) (driver.Executor, func(*testing.T, string, int)) {
+		b := setup(t)
+		return b.ex, func(t *testing.T, endpoint string, n int) {
+			b.exec(t, `
+WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?2)
+INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, max_attempts)
+SELECT 'stripe', ?1, 'fill_' || i, 't', '{}', 3 FROM g`, endpoint, n)
+		}
+	})
 }
