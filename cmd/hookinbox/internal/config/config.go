@@ -142,6 +142,13 @@ type Config struct {
 	// PollOnly turns off LISTEN/NOTIFY between processes (worker.poll_only).
 	PollOnly bool
 
+	// RecordRequests keeps with each receipt what its request carried besides the
+	// body (headers without credentials, remote address), for the console's event
+	// page (record_requests).
+	//
+	// Defaults to true.
+	RecordRequests bool
+
 	// Accept and Sync tune the group commits of async and of sync deliveries; zero
 	// fields take the library's defaults.
 	Accept, Sync hookinbox.GroupConfig

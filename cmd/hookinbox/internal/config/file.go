@@ -31,6 +31,7 @@ type fileConfig struct {
 	Console         fileConsole    `yaml:"console"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
 	Roles           stringList     `yaml:"roles"`
+	RecordRequests  *bool          `yaml:"record_requests"`
 }
 
 type fileEndpoint struct {

@@ -64,6 +64,7 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 		return nil, err
 	}
 	cfg.PollOnly = fc.Worker.PollOnly
+	cfg.RecordRequests = fc.RecordRequests == nil || *fc.RecordRequests
 	if cfg.Worker, err = v.worker(&fc.Worker); err != nil {
 		return nil, err
 	}
