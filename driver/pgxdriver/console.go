@@ -825,22 +825,23 @@ func (e *executor) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (i
 		return 0, fmt.Errorf("unknown console action %q", a.Action)
 	}
 	states := stateNames(a.FromStates)
+	receipts := a.Action == driver.ActionRetry || a.Action == driver.ActionResolve
 	var query string
 	var args []any
 	switch {
-	case a.Key != nil && (a.Action == driver.ActionRetry || a.Action == driver.ActionResolve):
+	case a.Key != nil && receipts:
 		if len(states) == 0 {
 			states = []string{string(hookinboxtype.StatePending), string(hookinboxtype.StateNeedsReview)}
 		}
 		query, args = u.byKey, []any{a.Key.Provider, a.Key.Endpoint, a.Key.EventID, states}
-	case a.Filter != nil && len(states) > 0 && a.Limit > 0 && (a.Action == driver.ActionRetry || a.Action == driver.ActionResolve):
+	case a.Filter != nil && len(states) > 0 && a.Limit > 0 && receipts:
 		query, args = u.byFilter, append(filterArgs(a.Filter), a.Limit, states)
-	case a.OutboxID > 0 && a.Key == nil && a.Filter == nil:
+	case a.OutboxID > 0 && !receipts:
 		if len(states) == 0 {
 			states = stateNames(driver.OutboxActionStates(a.Action))
 		}
 		query, args = u.byKey, []any{a.OutboxID, states}
-	case a.OutboxFilter != nil && a.OutboxFilter.Source == nil && len(states) > 0 && a.Limit > 0:
+	case a.OutboxFilter != nil && a.OutboxFilter.Source == nil && len(states) > 0 && a.Limit > 0 && !receipts:
 		f := *a.OutboxFilter
 		f.AfterID = 0
 		query, args = u.byFilter, append(outboxFilterArgs(&f), a.Limit, states)

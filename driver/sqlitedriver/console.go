@@ -808,12 +808,12 @@ func (e *executor) ConsoleApply(ctx context.Context, a *driver.ConsoleAction) (i
 		query, args = u.byKey, []any{a.Key.Provider, a.Key.Endpoint, a.Key.EventID}
 	case a.Filter != nil && len(states) > 0 && a.Limit > 0 && receipts:
 		query, args = u.byFilter, append(filterArgs(a.Filter), a.Limit)
-	case a.OutboxID > 0 && a.Key == nil && a.Filter == nil:
+	case a.OutboxID > 0 && !receipts:
 		if len(states) == 0 {
 			states = driver.OutboxActionStates(a.Action)
 		}
 		query, args = u.byKey, []any{a.OutboxID}
-	case a.OutboxFilter != nil && a.OutboxFilter.Source == nil && len(states) > 0 && a.Limit > 0:
+	case a.OutboxFilter != nil && a.OutboxFilter.Source == nil && len(states) > 0 && a.Limit > 0 && !receipts:
 		f := *a.OutboxFilter
 		f.AfterID = 0
 		query, args = u.byFilter, append(outboxFilterArgs(&f), a.Limit)
