@@ -56,6 +56,14 @@ type Config struct {
 	// Defaults to none.
 	Observer Observer
 
+	// OmitRequestRecord keeps receipts from recording what their request carried
+	// besides the body (method, path, remote address, headers without credentials:
+	// hookinbox_inbox.request, shown on the console's event page), saving the few
+	// hundred bytes a receipt it takes.
+	//
+	// Defaults to false: every receipt delivered over HTTP records its request.
+	OmitRequestRecord bool
+
 	// TracerProvider receives OpenTelemetry spans: each request's server span, the
 	// signature check, the receipt and the handler, and each worker attempt, linked
 	// to the span that received its receipt. Spans name the event (provider,

@@ -25,9 +25,13 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 	}
 	d.events, d.secretIndex = len(vs), -1
 	evs := make([]Event, len(vs))
-	for k, v := range vs {
-		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body}
+	for _, v := range vs {
 		d.secretIndex = v.SecretIndex
+	}
+	// One record for the request's every event.
+	record := i.recordRequest(r, d.secretIndex)
+	for k, v := range vs {
+		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body, request: record}
 	}
 	outs, err := i.ReceiveBatch(r.Context(), evs)
 	var be *BatchError

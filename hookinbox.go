@@ -17,6 +17,10 @@ type Event struct {
 	// Attempt is 1 for the first processing attempt and counts up on retries by
 	// workers.
 	Attempt int
+
+	// request is the receiver's record of the request (JSON), stored with the receipt
+	// for the console; nil for events given to Receive directly.
+	request []byte
 }
 
 // Outcome is what receiving or processing an event came to. It is the "outcome" of

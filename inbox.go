@@ -42,6 +42,8 @@ type Inbox[TTx any] struct {
 	// arrived meanwhile, as one batch (see announce).
 	busy    atomic.Int32
 	pending atomic.Bool
+	// omitRequestRecord is Config.OmitRequestRecord.
+	omitRequestRecord bool
 	// lastClaim is when a worker last started a claim (Unix nanoseconds).
 	lastClaim atomic.Int64
 
@@ -84,6 +86,8 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		handlers:  make(map[handlerKey]HandlerFunc[TTx]),
 		batches:   make(map[handlerKey]BatchHandlerFunc[TTx]),
 		wake:      make(chan struct{}, 1),
+
+		omitRequestRecord: config.OmitRequestRecord,
 	}
 	if i.logger == nil {
 		i.logger = slog.Default()

@@ -63,6 +63,10 @@ type Stats struct {
 	OldestUnprocessedAge time.Duration
 	// NeedsReview counts receipts in StateNeedsReview. Alert on anything but 0.
 	NeedsReview int64
+	// OldestPendingAge is how long the oldest pending receipt has waited, leaving out
+	// those that need review (a person's, not the workers'): a stall of the workers,
+	// or a paused endpoint. Zero when there is none.
+	OldestPendingAge time.Duration
 	// ReceivedLastHour counts receipts by event type over the last hour.
 	ReceivedLastHour []TypeCount
 	// Tables are the sizes of the inbox, outbox and effect tables: what retention
@@ -96,6 +100,7 @@ func (o *Operator) Stats(ctx context.Context) (*Stats, error) {
 		Unprocessed:          s.Unprocessed,
 		OldestUnprocessedAge: s.OldestUnprocessedAge,
 		NeedsReview:          s.NeedsReview,
+		OldestPendingAge:     s.OldestPendingAge,
 	}
 	for _, tc := range s.ReceivedByType {
 		out.ReceivedLastHour = append(out.ReceivedLastHour, TypeCount{EventType: tc.EventType, Count: tc.Count})

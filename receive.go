@@ -206,6 +206,7 @@ func (i *Inbox[TTx]) receiptParams(ev Event, processed bool, out Outcome) *drive
 		}(),
 		// The receiver's limit until a worker's claim stores its own.
 		MaxAttempts: i.worker.MaxAttempts,
+		Request:     ev.request,
 	}
 }
 

@@ -35,6 +35,11 @@ type InboxInsertParams struct {
 	// TraceParent is the W3C traceparent of the span that received the event, stored
 	// so that a worker's attempt can link to it; "" stores NULL.
 	TraceParent string
+
+	// Request is the receiver's record of the request (a JSON object: method, path,
+	// remote address, headers without credentials), shown on the console's event
+	// page; nil stores NULL.
+	Request []byte
 }
 
 // InboxClaimParams select and lease a receipt for a worker.
@@ -98,7 +103,10 @@ type InboxStats struct {
 	// when there is none.
 	OldestUnprocessedAge time.Duration
 	NeedsReview          int64
-	ReceivedByType       []TypeCount
+	// OldestPendingAge is how long the oldest pending receipt (not one that needs
+	// review) has waited; zero when there is none.
+	OldestPendingAge time.Duration
+	ReceivedByType   []TypeCount
 }
 
 // TypeCount is the number of receipts of one event type.

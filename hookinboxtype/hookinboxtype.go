@@ -100,3 +100,18 @@ type OutboxMessage struct {
 	// the dispatcher's delivery continues; "" when tracing was off.
 	TraceParent string
 }
+
+// RequestRecord is what a receipt keeps of the request that delivered it besides the
+// body (hookinbox_inbox.request, JSON), for the operator console's event page: who
+// sent it, to which path, which secret verified it, and its headers, those that may
+// carry a credential left out.
+type RequestRecord struct {
+	Method        string `json:"method"`
+	Path          string `json:"path"`
+	RemoteAddr    string `json:"remote_addr"`
+	ContentLength int64  `json:"content_length"`
+	// SecretSlot is the position of the secret that verified the request (0: the
+	// first configured); nil when the scheme does not say.
+	SecretSlot *int                `json:"secret_slot,omitempty"`
+	Headers    map[string][]string `json:"headers"`
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
@@ -213,7 +215,8 @@ func (a *app) eventsRetryCommand() *cobra.Command {
 		Short: "Make unprocessed receipts available to the workers again",
 		Long: `Reset an unprocessed receipt's attempts to zero and make it available now, typically
 after fixing what made it fail; a running "hookinbox serve" picks it up on its next
-poll (worker.poll_interval). Processed receipts are never touched.
+poll (worker.poll_interval). Processed receipts are never touched. Each retry is in
+the audit log (the console's Audit log page) with the command line's user.
 
 With one receipt: exits 1 if it does not exist or is already processed.
 With --all-needs-review: retries every receipt that needs review and prints how many.`,
@@ -231,7 +234,11 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				if allNeedsReview {
-					n, err := b.Operator.RetryNeedsReview(cmd.Context())
+					n, err := audited(cmd.Context(), b, &driver.ConsoleAction{
+						Action: driver.ActionRetry, Target: "all receipts that need review",
+						Filter: &driver.ReceiptFilter{State: hookinboxtype.StateNeedsReview}, Limit: math.MaxInt32,
+						FromStates: []hookinboxtype.State{hookinboxtype.StateNeedsReview},
+					})
 					if err != nil {
 						return fmt.Errorf("error retrying receipts that need review: %w", err)
 					}
@@ -239,12 +246,22 @@ With --all-needs-review: retries every receipt that needs review and prints how 
 					return nil
 				}
 				key := hookinboxtype.Key{Provider: argv[0], Endpoint: argv[1], EventID: argv[2]}
-				ok, err := b.Operator.Retry(cmd.Context(), key)
+				missing := fmt.Errorf("no unprocessed receipt %s %s %s (absent or already processed)", key.Provider, key.Endpoint, key.EventID)
+				r, err := b.Operator.GetReceipt(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("error retrying receipt: %w", err)
 				}
-				if !ok {
-					return fmt.Errorf("no unprocessed receipt %s %s %s (absent or already processed)", key.Provider, key.Endpoint, key.EventID)
+				if r == nil {
+					return missing
+				}
+				n, err := audited(cmd.Context(), b, &driver.ConsoleAction{
+					Action: driver.ActionRetry, Target: "event " + key.Provider + "/" + key.Endpoint + "/" + key.EventID, Key: &key,
+				})
+				if err != nil {
+					return fmt.Errorf("error retrying receipt: %w", err)
+				}
+				if n == 0 {
+					return missing
 				}
 				fmt.Fprintf(a.stdout, "retrying %s %s %s\n", key.Provider, key.Endpoint, key.EventID)
 				return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/server"
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/outbox"
 )
@@ -58,7 +60,7 @@ func newOutboxMessageJSON(m *hookinboxtype.OutboxMessage) outboxMessageJSON {
 func (a *app) outboxCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "outbox",
-		Short: "List and retry outbox messages (forwarded events, billing notifications)",
+		Short: "List, retry and redeliver outbox messages (forwarded events, billing notifications)",
 		Long: `Inspect and repair the outbox: the messages that handlers wrote for delivery by
 serve's dispatcher. Each forwarded event is one message, with destination
 "endpoint:<name>"; the billing handler writes messages without a destination, which
@@ -70,10 +72,10 @@ dispatcher allowed, outbox.max_attempts) or discarded, so every command agrees w
 every running serve.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("outbox needs a command: list or retry; see hookinbox outbox --help")
+			return usagef("outbox needs a command: list, retry or redeliver; see hookinbox outbox --help")
 		},
 	}
-	cmd.AddCommand(a.outboxListCommand(), a.outboxRetryCommand())
+	cmd.AddCommand(a.outboxListCommand(), a.outboxRetryCommand(), a.outboxRedeliverCommand())
 	return cmd
 }
 
@@ -147,7 +149,8 @@ it on its next poll (outbox.poll_interval). Delivered messages are never touched
 a message whose destination has no sink in serve's config stays pending.
 
 With one ID: exits 1 if there is no such message or it is already delivered.
-With --all-needs-review: retries every message that needs review and prints how many.`,
+With --all-needs-review: retries every message that needs review and prints how many.
+Each retry is in the audit log with the command line's user.`,
 		Example: `  hookinbox outbox retry 42 --config examples/hookinbox.yaml
   hookinbox outbox retry --all-needs-review --config examples/hookinbox.yaml`,
 		Args: args(func(cmd *cobra.Command, argv []string) error {
@@ -169,14 +172,18 @@ With --all-needs-review: retries every message that needs review and prints how 
 			}
 			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
 				if allNeedsReview {
-					n, err := b.Outbox.RetryNeedsReview(cmd.Context())
+					n, err := audited(cmd.Context(), b, &driver.ConsoleAction{
+						Action: driver.ActionRetryOutbox, Target: "all outbox messages that need review",
+						OutboxFilter: &driver.OutboxFilter{State: hookinboxtype.StateNeedsReview}, Limit: math.MaxInt32,
+						FromStates: []hookinboxtype.State{hookinboxtype.StateNeedsReview},
+					})
 					if err != nil {
 						return fmt.Errorf("error retrying outbox messages that need review: %w", err)
 					}
 					fmt.Fprintf(a.stdout, "retrying %d outbox messages\n", n)
 					return nil
 				}
-				ok, err := b.Outbox.Retry(cmd.Context(), id)
+				ok, err := a.outboxAction(cmd, b, driver.ActionRetryOutbox, id, "")
 				if err != nil {
 					return fmt.Errorf("error retrying outbox message: %w", err)
 				}
@@ -190,5 +197,54 @@ With --all-needs-review: retries every message that needs review and prints how 
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&allNeedsReview, "all-needs-review", false, "retry every message that needs review")
+	return cmd
+}
+
+// outboxAction retries or redelivers one message as the command line's actor, and
+// reports whether it changed.
+func (a *app) outboxAction(cmd *cobra.Command, b *server.Backend, action string, id int64, note string) (bool, error) {
+	n, err := audited(cmd.Context(), b, &driver.ConsoleAction{
+		Action: action, Target: "outbox " + strconv.FormatInt(id, 10), Note: note, OutboxID: id,
+	})
+	return n > 0, err
+}
+
+func (a *app) outboxRedeliverCommand() *cobra.Command {
+	var (
+		f    dbFlags
+		note string
+	)
+	cmd := &cobra.Command{
+		Use:   "redeliver ID",
+		Short: "Deliver a published outbox message again, under its Idempotency-Key",
+		Long: `Make a published outbox message pending again with its attempts reset, so that a
+running "hookinbox serve" delivers it once more at its next poll, with the same
+Idempotency-Key (derived from its source event and its id): for a receiver that lost
+what it had accepted. A receiver that keeps its keys ignores a message it still has.
+The redelivery is in the audit log with the command line's user.
+
+Exits 1 if there is no such message or it is not published (retry an undelivered one).`,
+		Example: `  hookinbox outbox redeliver 42 --note "the CRM restored a backup" --config examples/hookinbox.yaml`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			id, err := strconv.ParseInt(argv[0], 10, 64)
+			if err != nil || id < 1 {
+				return usagef("ID %q is not an outbox message id (a positive number, as outbox list prints it)", argv[0])
+			}
+			return a.withBackend(cmd.Context(), &f, true, func(_ *config.Config, b *server.Backend) error {
+				ok, err := a.outboxAction(cmd, b, driver.ActionRedeliver, id, note)
+				if err != nil {
+					return fmt.Errorf("error redelivering outbox message: %w", err)
+				}
+				if !ok {
+					return fmt.Errorf("no published outbox message %d (absent or not delivered yet)", id)
+				}
+				fmt.Fprintf(a.stdout, "redelivering outbox message %d\n", id)
+				return nil
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&note, "note", "", "why, for the audit log")
 	return cmd
 }

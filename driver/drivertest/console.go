@@ -138,8 +138,8 @@ func testConsoleReviewGroups[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 	timeout := groups[0]
 	if timeout.Endpoint != "async" || timeout.Fingerprint != driver.ErrorFingerprint("timeout after 3s on in_1") || timeout.Count != 2 ||
-		timeout.Example != "timeout after 3s on in_1" || !timeout.Oldest.Before(timeout.Newest) {
-		t.Errorf("largest group %+v, want evt_a's and evt_b's timeouts", timeout)
+		timeout.Example != "timeout after 5s on in_2" || !timeout.Oldest.Before(timeout.Newest) {
+		t.Errorf("largest group %+v, want evt_a's and evt_b's timeouts, the newest (evt_b's) as the example", timeout)
 	}
 	// Groups of one, by endpoint: a receipt stored failed has its error for a
 	// fingerprint.
@@ -387,7 +387,7 @@ func testConsoleDeliveries[TTx any](t *testing.T, b *bundle[TTx]) {
 }
 
 func testConsoleAudit[TTx any](t *testing.T, b *bundle[TTx]) {
-	if entries, err := b.ex.ConsoleAudit(b.ctx, 0, 10); err != nil || len(entries) != 0 {
+	if entries, err := b.ex.ConsoleAudit(b.ctx, driver.IDPage{}, 10); err != nil || len(entries) != 0 {
 		t.Fatalf("empty audit: %+v %v", entries, err)
 	}
 	b.insert(t, &driver.InboxInsertParams{Key: key("evt_1"), Attempts: 1, MaxAttempts: 1})
@@ -402,7 +402,7 @@ func testConsoleAudit[TTx any](t *testing.T, b *bundle[TTx]) {
 			t.Fatal(err)
 		}
 	}
-	entries, err := b.ex.ConsoleAudit(b.ctx, 0, 10)
+	entries, err := b.ex.ConsoleAudit(b.ctx, driver.IDPage{}, 10)
 	if err != nil || len(entries) != 3 {
 		t.Fatalf("audit %+v %v, want 3 entries", entries, err)
 	}
@@ -417,7 +417,7 @@ func testConsoleAudit[TTx any](t *testing.T, b *bundle[TTx]) {
 	if fmt.Sprint(got) != "[ana/retry/evt_1 again/0/ bo/resolve/evt_1/1/duplicate of evt_0 ana/retry/evt_1/1/]" {
 		t.Errorf("audit %v", got)
 	}
-	page, err := b.ex.ConsoleAudit(b.ctx, entries[0].ID, 1)
+	page, err := b.ex.ConsoleAudit(b.ctx, driver.IDPage{BeforeID: entries[0].ID}, 1)
 	if err != nil || len(page) != 1 || page[0].ID != entries[1].ID {
 		t.Errorf("before %d, limit 1: %+v %v, want the middle entry", entries[0].ID, page, err)
 	}
@@ -520,7 +520,7 @@ func testConsoleApplyRefused[TTx any](t *testing.T, b *bundle[TTx]) {
 			t.Errorf("%s: changed %d, want an error", name, n)
 		}
 	}
-	if entries, err := b.ex.ConsoleAudit(b.ctx, 0, 10); err != nil || len(entries) != 0 {
+	if entries, err := b.ex.ConsoleAudit(b.ctx, driver.IDPage{}, 10); err != nil || len(entries) != 0 {
 		t.Fatalf("audit after refused actions: %+v %v, want none", entries, err)
 	}
 	if r := b.get(t, k); r.State != hookinboxtype.StateNeedsReview {

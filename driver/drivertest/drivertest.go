@@ -84,6 +84,7 @@ func behaviours[TTx any]() []behaviour[TTx] {
 		outboxBehaviours[TTx](),
 		effectBehaviours[TTx](),
 		consoleBehaviours[TTx](),
+		consoleOpsBehaviours[TTx](),
 		backfillBehaviours[TTx](),
 		notifierBehaviours[TTx](),
 	} {

@@ -80,8 +80,13 @@ func TestConsole_ListsOnAMillionReceiptsAreIndexed(t *testing.T) {
 		{"confirmation count (capped)", sqlConsoleCountUnprocessed, append(filterArgs(&driver.ReceiptFilter{State: "needs_review", Fingerprint: "invoice # not found (cause 3)"}), 1001)},
 		{"event page: attempts", sqlConsoleAttempts, []any{"stripe", "billing", "evt_4242", 100}},
 		{"event page: its outbox messages", sqlConsoleOutboxBySource, []any{"stripe", "billing", "evt_5000", 50}},
-		{"outbox, first page", sqlConsoleOutbox, []any{int64(1<<63 - 1), "", 50}},
-		{"outbox, pending, a later page", sqlConsoleOutbox, []any{int64(100000), "pending", 50}},
+		{"outbox, first page", sqlConsoleOutbox, append(outboxFilterArgs(&driver.OutboxFilter{}), 50)},
+		{"outbox, pending, a later page", sqlConsoleOutboxUnpublished, append(outboxFilterArgs(&driver.OutboxFilter{State: "pending", BeforeID: 100000}), 50)},
+		{"outbox, published to one destination in a day's range", sqlConsoleOutbox, append(outboxFilterArgs(&driver.OutboxFilter{
+			State: "published", Destination: new(string), Since: mid, Until: mid.Add(24 * time.Hour)}), 50)},
+		{"inbox, a page newer than a cursor", sqlConsoleReceiptsNewer, page(driver.ReceiptFilter{Before: cursor})},
+		{"inbox, payload search in a day's range", sqlConsoleReceipts, page(driver.ReceiptFilter{Search: "evt_77", Since: mid, Until: mid.Add(24 * time.Hour)})},
+		{"outbox needs review, grouped", sqlConsoleOutboxReviewGroups, []any{200}},
 		{"audit log", sqlConsoleAudit, []any{int64(1<<63 - 1), 50}},
 	} {
 		plan := explainAnalyze(t, db, c.query, c.args...)

@@ -40,7 +40,16 @@ func inboxInsertArgs(p *driver.InboxInsertParams) []any {
 	// refuses.
 	return []any{p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Seconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent}
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent, nullBytes(p.Request)}
+}
+
+// nullBytes is b as text, or NULL when empty (a string for the reason payloads are).
+func nullBytes(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
@@ -76,6 +85,7 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxty
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
 		traces           []string // nil (NULL, which unnest pads) while no receipt has one
+		requests         []*string
 		position         = make(map[hookinboxtype.Key]int, n)
 	)
 	for j, i := range order {
@@ -94,9 +104,15 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxty
 			}
 			traces[j] = p.TraceParent
 		}
+		if len(p.Request) > 0 {
+			if requests == nil {
+				requests = make([]*string, n)
+			}
+			requests[j] = nullBytes(p.Request)
+		}
 	}
 	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits, hashes, traces}, position, nil
+		attempts, errs, delays, limits, hashes, traces, requests}, position, nil
 }
 
 // scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no
@@ -245,11 +261,12 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
-	var oldest float64
-	if err := e.db.QueryRow(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	var oldest, oldestPending float64
+	if err := e.db.QueryRow(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview, &oldestPending); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = time.Duration(oldest * float64(time.Second))
+	s.OldestPendingAge = time.Duration(oldestPending * float64(time.Second))
 	rows, err := e.db.Query(ctx, sqlInboxReceivedByType, p.RecentWindow.Seconds())
 	if err != nil {
 		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))

@@ -62,7 +62,8 @@ func (e *executor) OutboxMarkPublishedMany(ctx context.Context, marks []driver.O
 }
 
 func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFailureParams) error {
-	if _, err := e.db.Exec(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Seconds()); err != nil {
+	if _, err := e.db.Exec(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Seconds(),
+		driver.ErrorFingerprint(p.Error)); err != nil {
 		return translate(fmt.Errorf("error recording outbox failure: %w", err))
 	}
 	return nil

@@ -33,13 +33,14 @@ CREATE TABLE IF NOT EXISTS %s (
 	sqlInboxInsert = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent,
+        request)
 VALUES ($1, $2, $3, $4, $5,
         CASE WHEN $6::boolean THEN now() END, $7, $8::integer, $9,
         now() + make_interval(secs => $10::float8), $11::integer,
         CASE WHEN $6::boolean THEN 'processed'
              WHEN $8::integer >= $11::integer THEN 'needs_review'
-             ELSE 'pending' END, $12::bytea, nullif($13::text, ''))
+             ELSE 'pending' END, $12::bytea, nullif($13::text, ''), $14::jsonb)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING true`
 
@@ -50,18 +51,19 @@ RETURNING true`
 	sqlInboxInsertMany = `
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
-        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent)
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent,
+        request)
 SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
        CASE WHEN b.processed THEN now() END, nullif(b.outcome, ''), b.attempts, nullif(b.last_error, ''),
        now() + make_interval(secs => b.delay), nullif(b.max_attempts, 0),
        CASE WHEN b.processed THEN 'processed'
             WHEN b.max_attempts > 0 AND b.attempts >= b.max_attempts THEN 'needs_review'
             ELSE 'pending' END,
-       b.body_sha256, nullif(b.trace_parent, '')
+       b.body_sha256, nullif(b.trace_parent, ''), b.request::jsonb
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
-              $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[], $13::text[])
+              $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[], $13::text[], $14::text[])
        AS b(provider, endpoint, event_id, event_type, payload, processed, outcome,
-            attempts, last_error, delay, max_attempts, body_sha256, trace_parent)
+            attempts, last_error, delay, max_attempts, body_sha256, trace_parent, request)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING provider, endpoint, event_id`
 
@@ -98,25 +100,53 @@ SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $5:
 	// at max attempts instead of being taken forever. Such a row is found pending with
 	// its attempts used once its last lease ran out: it is put to review here, and the
 	// caller claims again.
+	//
+	// A picked row of a paused endpoint (hookinbox_endpoint) is parked instead: its
+	// available_at becomes 9999-01-01, out of every later claim's way, and it comes back
+	// with the pseudo-state 'paused', which the caller drops (claiming again if nothing
+	// else came). A resume makes the endpoint's parked rows available now. The paused
+	// endpoints are read FOR SHARE: a resume's update of their row waits for this
+	// statement to commit, so the resume's release sees what it parked.
 	sqlInboxClaim = `
-UPDATE hookinbox_inbox AS w
-   SET attempts     = CASE WHEN w.attempts >= $3 THEN w.attempts ELSE w.attempts + 1 END,
-       state        = CASE WHEN w.attempts >= $3 THEN 'needs_review' ELSE 'pending' END,
-       max_attempts = $3,
-       available_at = now() + make_interval(secs => $2::float8)
-  FROM (SELECT provider, endpoint, event_id
-          FROM hookinbox_inbox
-         WHERE state = 'pending'
-           AND available_at <= now()
-           AND endpoint = ANY($1)
-         ORDER BY available_at
-         LIMIT $4
-           FOR UPDATE SKIP LOCKED) AS picked
- WHERE (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
-RETURNING w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.received_at,
+WITH paused AS MATERIALIZED (
+    SELECT endpoint FROM hookinbox_endpoint WHERE paused AND endpoint = ANY($1) FOR SHARE
+), picked AS MATERIALIZED (
+    SELECT provider, endpoint, event_id, endpoint IN (SELECT endpoint FROM paused) AS park
+      FROM hookinbox_inbox
+     WHERE state = 'pending'
+       AND available_at <= now()
+       AND endpoint = ANY($1)
+     ORDER BY available_at
+     LIMIT $4
+       FOR UPDATE SKIP LOCKED
+), parked AS (
+    UPDATE hookinbox_inbox AS w
+       SET available_at = '9999-01-01 00:00:00+00'
+      FROM picked
+     WHERE picked.park
+       AND (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
+    RETURNING ` + sqlClaimedReceipt + `, 'paused' AS state, ` + sqlClaimedReceiptEnd + `
+), claimed AS (
+    UPDATE hookinbox_inbox AS w
+       SET attempts     = CASE WHEN w.attempts >= $3 THEN w.attempts ELSE w.attempts + 1 END,
+           state        = CASE WHEN w.attempts >= $3 THEN 'needs_review' ELSE 'pending' END,
+           max_attempts = $3,
+           available_at = now() + make_interval(secs => $2::float8)
+      FROM picked
+     WHERE NOT picked.park
+       AND (w.provider, w.endpoint, w.event_id) = (picked.provider, picked.endpoint, picked.event_id)
+    RETURNING ` + sqlClaimedReceipt + `, w.state, ` + sqlClaimedReceiptEnd + `
+)
+SELECT * FROM claimed
+UNION ALL
+SELECT * FROM parked`
+
+	// A claimed receipt's columns before and after its state, as scanReceipt reads
+	// them.
+	sqlClaimedReceipt = `w.provider, w.endpoint, w.event_id, w.event_type, w.payload, w.received_at,
           w.available_at, w.attempts, coalesce(w.max_attempts, 0), coalesce(w.last_error, ''),
-          w.processed_at, coalesce(w.outcome, ''), w.state, w.body_sha256, w.conflicts,
-          coalesce(w.trace_parent, '')`
+          w.processed_at, coalesce(w.outcome, '')`
+	sqlClaimedReceiptEnd = `w.body_sha256, w.conflicts, coalesce(w.trace_parent, '')`
 
 	sqlInboxExtendLease = `
 UPDATE hookinbox_inbox
@@ -151,7 +181,7 @@ SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $7:
 	// unknown (pre-version-3) hash leaves the row untouched.
 	sqlInboxNoteDuplicate = `
 UPDATE hookinbox_inbox
-   SET conflicts = conflicts + 1, conflict_sha256 = $4
+   SET conflicts = conflicts + 1, conflict_sha256 = $4, conflict_at = now()
  WHERE provider = $1 AND endpoint = $2 AND event_id = $3
    AND body_sha256 IS NOT NULL AND body_sha256 <> $4
 RETURNING body_sha256`
@@ -174,7 +204,8 @@ SELECT ` + sqlReceiptColumns + `
 	sqlInboxStats = `
 SELECT count(*),
        coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8,
-       count(*) FILTER (WHERE state = 'needs_review')
+       count(*) FILTER (WHERE state = 'needs_review'),
+       coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE state = 'pending')), 0)::float8
   FROM hookinbox_inbox
  WHERE state IN ('pending', 'needs_review') AND available_at IS NOT NULL`
 
@@ -320,36 +351,57 @@ SELECT m.aggregate_type, m.aggregate_id, m.event_type, m.payload::jsonb,
 	// (hookinbox_outbox_claim_order gives each destination's claimable rows in
 	// order, hookinbox_outbox_key_order answers the check). $1 is the limit per
 	// destination of $4, $5 whether it is ordered.
+	//
+	// A picked message whose source endpoint is paused is parked, as sqlInboxClaim
+	// parks receipts, and comes back with the pseudo-state 'paused'.
 	sqlOutboxClaim = `
-UPDATE hookinbox_outbox AS o
-   SET attempts     = CASE WHEN o.attempts >= $3 THEN o.attempts ELSE o.attempts + 1 END,
-       state        = CASE WHEN o.attempts >= $3 THEN 'needs_review' ELSE 'pending' END,
-       max_attempts = $3,
-       available_at = now() + make_interval(secs => $2::float8),
-       claim_token  = nextval('hookinbox_claim_token_seq')
-  FROM (SELECT picked.id
-          FROM unnest($4::text[], $1::int[], $5::bool[]) AS d(destination, lim, ordered),
-               LATERAL (SELECT c.id
-                          FROM hookinbox_outbox AS c
-                         WHERE c.state = 'pending'
-                           AND c.available_at <= now()
-                           AND coalesce(c.destination, '') = d.destination
-                           AND (NOT d.ordered OR NOT EXISTS (
-                                SELECT 1
-                                  FROM hookinbox_outbox AS e
-                                 WHERE e.aggregate_type = c.aggregate_type
-                                   AND e.aggregate_id = c.aggregate_id
-                                   AND e.state IN ('pending', 'needs_review')
-                                   AND e.id < c.id
-                                   AND coalesce(e.destination, '') = d.destination))
-                         ORDER BY c.available_at, c.id
-                         LIMIT d.lim
-                           FOR UPDATE SKIP LOCKED) AS picked) AS p
- WHERE o.id = p.id
-RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
-          o.source_provider, o.source_endpoint, o.source_event_id, coalesce(o.destination, ''),
-          o.created_at, o.attempts, o.max_attempts, o.claim_token, coalesce(o.last_error, ''),
-          o.published_at, o.state, coalesce(o.trace_parent, '')`
+WITH paused AS MATERIALIZED (
+    SELECT endpoint FROM hookinbox_endpoint WHERE paused FOR SHARE
+), picked AS MATERIALIZED (
+    SELECT p.id, p.source_endpoint IN (SELECT endpoint FROM paused) AS park
+      FROM unnest($4::text[], $1::int[], $5::bool[]) AS d(destination, lim, ordered),
+           LATERAL (SELECT c.id, c.source_endpoint
+                      FROM hookinbox_outbox AS c
+                     WHERE c.state = 'pending'
+                       AND c.available_at <= now()
+                       AND coalesce(c.destination, '') = d.destination
+                       AND (NOT d.ordered OR NOT EXISTS (
+                            SELECT 1
+                              FROM hookinbox_outbox AS e
+                             WHERE e.aggregate_type = c.aggregate_type
+                               AND e.aggregate_id = c.aggregate_id
+                               AND e.state IN ('pending', 'needs_review')
+                               AND e.id < c.id
+                               AND coalesce(e.destination, '') = d.destination))
+                     ORDER BY c.available_at, c.id
+                     LIMIT d.lim
+                       FOR UPDATE SKIP LOCKED) AS p
+), parked AS (
+    UPDATE hookinbox_outbox AS o
+       SET available_at = '9999-01-01 00:00:00+00'
+      FROM picked
+     WHERE picked.park AND o.id = picked.id
+    RETURNING ` + sqlClaimedMessage + `, 'paused' AS state, coalesce(o.trace_parent, '')
+), claimed AS (
+    UPDATE hookinbox_outbox AS o
+       SET attempts     = CASE WHEN o.attempts >= $3 THEN o.attempts ELSE o.attempts + 1 END,
+           state        = CASE WHEN o.attempts >= $3 THEN 'needs_review' ELSE 'pending' END,
+           max_attempts = $3,
+           available_at = now() + make_interval(secs => $2::float8),
+           claim_token  = nextval('hookinbox_claim_token_seq')
+      FROM picked
+     WHERE NOT picked.park AND o.id = picked.id
+    RETURNING ` + sqlClaimedMessage + `, o.state, coalesce(o.trace_parent, '')
+)
+SELECT * FROM claimed
+UNION ALL
+SELECT * FROM parked`
+
+	// A claimed message's columns before its state, as scanOutboxMessage reads them.
+	sqlClaimedMessage = `o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
+              o.source_provider, o.source_endpoint, o.source_event_id, coalesce(o.destination, ''),
+              o.created_at, o.attempts, coalesce(o.max_attempts, 0), coalesce(o.claim_token, 0), coalesce(o.last_error, ''),
+              o.published_at`
 
 	// The batch's marks, fenced each by its own token, in id order so that two
 	// dispatchers' marks never wait on each other in opposite orders; the history is
@@ -383,8 +435,9 @@ SELECT id, attempts, claim_token FROM done`
 	sqlOutboxRecordFailure = `
 WITH failed AS (
 UPDATE hookinbox_outbox
-   SET last_error   = $3,
-       available_at = now() + make_interval(secs => $4::float8),
+   SET last_error        = $3,
+       error_fingerprint = $5,
+       available_at      = now() + make_interval(secs => $4::float8),
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE id = $1 AND claim_token = $2 AND state = 'pending'
 RETURNING id, attempts, claim_token, state, available_at)

@@ -48,7 +48,7 @@ func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams)
 	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
 		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
 		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent,
+		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent, nullBytes(p.Request),
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -125,7 +125,8 @@ func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) (
 		return nil, err
 	}
 	return driver.ClaimPending(func() ([]*hookinboxtype.Receipt, error) {
-		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1))
+		rows, err := e.db.QueryContext(ctx, sqlInboxClaim, endpoints, p.Lease.Microseconds(), p.MaxAttempts, max(p.Limit, 1),
+			driver.ParkedAt.UnixMicro())
 		if err != nil {
 			return nil, translate(fmt.Errorf("error claiming receipts: %w", err))
 		}
@@ -209,11 +210,12 @@ func (e *executor) InboxList(ctx context.Context, p *driver.InboxListParams) ([]
 
 func (e *executor) InboxStats(ctx context.Context, p *driver.InboxStatsParams) (*driver.InboxStats, error) {
 	var s driver.InboxStats
-	var oldest int64
-	if err := e.db.QueryRowContext(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview); err != nil {
+	var oldest, oldestPending int64
+	if err := e.db.QueryRowContext(ctx, sqlInboxStats).Scan(&s.Unprocessed, &oldest, &s.NeedsReview, &oldestPending); err != nil {
 		return nil, translate(fmt.Errorf("error reading inbox stats: %w", err))
 	}
 	s.OldestUnprocessedAge = max(time.Duration(oldest)*time.Microsecond, 0)
+	s.OldestPendingAge = max(time.Duration(oldestPending)*time.Microsecond, 0)
 	rows, err := e.db.QueryContext(ctx, sqlInboxReceivedByType, p.RecentWindow.Microseconds())
 	if err != nil {
 		return nil, translate(fmt.Errorf("error counting receipts by type: %w", err))
@@ -424,6 +426,14 @@ func jsonList[S ~string](names []S) (string, error) {
 		return "", fmt.Errorf("error encoding list: %w", err)
 	}
 	return string(b), nil
+}
+
+// nullBytes is b as text, or NULL when empty.
+func nullBytes(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	return nullString(string(b))
 }
 
 func nullString(s string) *string {

@@ -31,7 +31,7 @@ func (e *executor) outboxClaimOnce(ctx context.Context, p *driver.OutboxClaimPar
 	err := e.inTx(ctx, func(q dbtx) error {
 		for k, dest := range p.Destinations {
 			rows, err := q.QueryContext(ctx, sqlOutboxClaim, p.LimitFor(k), p.Lease.Microseconds(), p.MaxAttempts,
-				dest, slices.Contains(p.Ordered, dest))
+				dest, slices.Contains(p.Ordered, dest), driver.ParkedAt.UnixMicro())
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,8 @@ func (e *executor) OutboxMarkPublishedMany(ctx context.Context, marks []driver.O
 
 func (e *executor) OutboxRecordFailure(ctx context.Context, p *driver.OutboxFailureParams) error {
 	err := e.inTx(ctx, func(q dbtx) error {
-		n, err := rowsAffected(q.ExecContext(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Microseconds()))
+		n, err := rowsAffected(q.ExecContext(ctx, sqlOutboxRecordFailure, p.ID, p.ClaimToken, p.Error, p.Delay.Microseconds(),
+			driver.ErrorFingerprint(p.Error)))
 		if err != nil || n == 0 {
 			return err
 		}

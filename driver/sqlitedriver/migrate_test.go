@@ -149,7 +149,7 @@ func TestOpen_TransactionsTakeTheWriteLockAtBegin(t *testing.T) {
 
 // hookinboxTables are the tables of a migrated database, by name (sqlite_sequence is
 // SQLite's, for AUTOINCREMENT).
-var hookinboxTables = []string{"hookinbox_attempt", "hookinbox_audit", "hookinbox_backfill_checkpoint", "hookinbox_delivery", "hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence", "sqlite_sequence"}
+var hookinboxTables = []string{"hookinbox_attempt", "hookinbox_audit", "hookinbox_backfill_checkpoint", "hookinbox_backlog", "hookinbox_delivery", "hookinbox_effect", "hookinbox_endpoint", "hookinbox_inbox", "hookinbox_migration", "hookinbox_minute", "hookinbox_outbox", "hookinbox_rollup", "hookinbox_sequence", "sqlite_sequence"}
 
 // tables lists the tables of db's main schema, by name.
 func tables(t *testing.T, db *sql.DB) string {
@@ -283,7 +283,7 @@ func TestMigrate_UpgradesAVersion2DatabaseInPlace(t *testing.T) {
 	if applied, latest, err := d.SchemaVersion(ctx); err != nil || applied != latest || latest < 3 {
 		t.Fatalf("applied=%d latest=%d err=%v", applied, latest, err)
 	}
-	want := append([]string{"billing_anomalies"}, hookinboxTables[:8]...)
+	want := append([]string{"billing_anomalies"}, hookinboxTables[:12]...)
 	want = append(want, "hookinbox_sequence", "invoices", "ledger_entries", "sqlite_sequence")
 	if got := tables(t, db); got != fmt.Sprint(want) {
 		t.Fatalf("tables %s, want %v", got, want)
@@ -395,7 +395,7 @@ func TestMigrate_NewDatabaseLeavesTheApplicationsTablesOfOldNames(t *testing.T) 
 	if after := app(); after != before {
 		t.Fatalf("the application's tables changed:\n%s\nwere:\n%s", after, before)
 	}
-	want := append([]string{"hookinbox_attempt", "hookinbox_audit", "hookinbox_backfill_checkpoint", "hookinbox_delivery", "hookinbox_effect", "hookinbox_inbox", "hookinbox_migration", "hookinbox_outbox", "hookinbox_sequence"},
+	want := append([]string{"hookinbox_attempt", "hookinbox_audit", "hookinbox_backfill_checkpoint", "hookinbox_backlog", "hookinbox_delivery", "hookinbox_effect", "hookinbox_endpoint", "hookinbox_inbox", "hookinbox_migration", "hookinbox_minute", "hookinbox_outbox", "hookinbox_rollup", "hookinbox_sequence"},
 		"invoices", "outbox", "sqlite_sequence", "webhook_inbox")
 	if got := tables(t, db); got != fmt.Sprint(want) {
 		t.Fatalf("tables %s, want %v", got, want)

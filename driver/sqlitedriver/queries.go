@@ -43,12 +43,12 @@ SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLAT
 INSERT INTO hookinbox_inbox
        (provider, endpoint, event_id, event_type, payload,
         received_at, processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256,
-        trace_parent)
+        trace_parent, request)
 VALUES (?1, ?2, ?3, ?4, ?5,
         ` + now + `, CASE WHEN ?6 THEN ` + now + ` END, ?7, ?8, ?9, ` + now + ` + ?10, ?11,
         CASE WHEN ?6 THEN 'processed'
              WHEN ?8 >= ?11 THEN 'needs_review'
-             ELSE 'pending' END, ?12, nullif(?13, ''))
+             ELSE 'pending' END, ?12, nullif(?13, ''), ?14)
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
@@ -87,21 +87,33 @@ SELECT provider, endpoint, event_id, attempts, ` + now + ` - ?4, ?5, ?6,
 	// to skip, and the pick and the update see the same state. SET reads the row as it
 	// was before the update. The pick repeats the condition of the partial index
 	// hookinbox_inbox_unprocessed, without which SQLite would not use it.
+	//
+	// A picked row of a paused endpoint (hookinbox_endpoint) is parked instead: its
+	// available_at becomes ?5 (driver.ParkedAt), out of every later claim's way, and it
+	// is returned with the pseudo-state 'paused', which the caller drops. A resume
+	// makes the endpoint's parked rows available now.
 	sqlInboxClaim = `
 UPDATE hookinbox_inbox
-   SET attempts     = CASE WHEN attempts >= ?3 THEN attempts ELSE attempts + 1 END,
-       state        = CASE WHEN attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
-       max_attempts = ?3,
-       available_at = ` + now + ` + ?2
- WHERE rowid IN (SELECT rowid
-                  FROM hookinbox_inbox
-                 WHERE state IN ('pending', 'needs_review')
-                   AND state = 'pending'
-                   AND available_at <= ` + now + `
-                   AND endpoint IN (SELECT value FROM json_each(?1))
-                 ORDER BY available_at
-                 LIMIT ?4)
-RETURNING ` + sqlReceiptColumns
+   SET attempts     = CASE WHEN picked.park OR attempts >= ?3 THEN attempts ELSE attempts + 1 END,
+       state        = CASE WHEN picked.park THEN state WHEN attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
+       max_attempts = CASE WHEN picked.park THEN max_attempts ELSE ?3 END,
+       available_at = CASE WHEN picked.park THEN ?5 ELSE ` + now + ` + ?2 END
+  FROM (SELECT rowid AS rid, endpoint IN (SELECT endpoint FROM hookinbox_endpoint WHERE paused) AS park
+          FROM hookinbox_inbox
+         WHERE state IN ('pending', 'needs_review')
+           AND state = 'pending'
+           AND available_at <= ` + now + `
+           AND endpoint IN (SELECT value FROM json_each(?1))
+         ORDER BY available_at
+         LIMIT ?4) AS picked
+ WHERE hookinbox_inbox.rowid = picked.rid
+RETURNING ` + sqlClaimedReceiptColumns
+
+	// sqlReceiptColumns, with a parked row's state read as 'paused'.
+	sqlClaimedReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
+       attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
+       coalesce(outcome, ''), CASE WHEN available_at = ?5 THEN 'paused' ELSE state END, body_sha256, conflicts,
+       coalesce(trace_parent, '')`
 
 	sqlInboxExtendLease = `
 UPDATE hookinbox_inbox
@@ -123,7 +135,7 @@ UPDATE hookinbox_inbox
 	// Counts a conflict only when both hashes are known and differ.
 	sqlInboxNoteDuplicate = `
 UPDATE hookinbox_inbox
-   SET conflicts = conflicts + 1, conflict_sha256 = ?4
+   SET conflicts = conflicts + 1, conflict_sha256 = ?4, conflict_at = ` + now + `
  WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3
    AND body_sha256 IS NOT NULL AND body_sha256 <> ?4
 RETURNING body_sha256`
@@ -147,7 +159,8 @@ SELECT ` + sqlReceiptColumns + `
 	sqlInboxStats = `
 SELECT count(*),
        coalesce(` + now + ` - min(received_at), 0),
-       count(*) FILTER (WHERE state = 'needs_review')
+       count(*) FILTER (WHERE state = 'needs_review'),
+       coalesce(` + now + ` - min(received_at) FILTER (WHERE state = 'pending'), 0)
   FROM hookinbox_inbox
  WHERE state IN ('pending', 'needs_review')`
 
@@ -256,16 +269,20 @@ RETURNING id`
 	// always holds a larger one. A row whose attempts are used (its dispatcher died
 	// during the last one) is put to review instead. The pick repeats the condition of
 	// the partial index hookinbox_outbox_unpublished, without which SQLite would not
-	// use it.
+	// use it. A message whose source endpoint is paused is parked at ?6
+	// (driver.ParkedAt), as sqlInboxClaim parks receipts, and returned as 'paused'.
 	sqlOutboxClaim = `
 UPDATE hookinbox_outbox
-   SET attempts     = CASE WHEN hookinbox_outbox.attempts >= ?3 THEN hookinbox_outbox.attempts
+   SET attempts     = CASE WHEN picked.park OR hookinbox_outbox.attempts >= ?3 THEN hookinbox_outbox.attempts
                            ELSE hookinbox_outbox.attempts + 1 END,
-       state        = CASE WHEN hookinbox_outbox.attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
-       max_attempts = ?3,
-       available_at = ` + now + ` + ?2,
-       claim_token  = (SELECT value FROM hookinbox_sequence WHERE name = 'claim_token') + picked.rank
-  FROM (SELECT c.id, row_number() OVER (ORDER BY c.available_at, c.id) AS rank
+       state        = CASE WHEN picked.park THEN hookinbox_outbox.state
+                           WHEN hookinbox_outbox.attempts >= ?3 THEN 'needs_review' ELSE 'pending' END,
+       max_attempts = CASE WHEN picked.park THEN hookinbox_outbox.max_attempts ELSE ?3 END,
+       available_at = CASE WHEN picked.park THEN ?6 ELSE ` + now + ` + ?2 END,
+       claim_token  = CASE WHEN picked.park THEN hookinbox_outbox.claim_token
+                           ELSE (SELECT value FROM hookinbox_sequence WHERE name = 'claim_token') + picked.rank END
+  FROM (SELECT c.id, row_number() OVER (ORDER BY c.available_at, c.id) AS rank,
+               c.source_endpoint IN (SELECT endpoint FROM hookinbox_endpoint WHERE paused) AS park
           FROM hookinbox_outbox AS c
          WHERE c.state IN ('pending', 'needs_review')
            AND c.state = 'pending'
@@ -282,7 +299,11 @@ UPDATE hookinbox_outbox
          ORDER BY c.available_at, c.id
          LIMIT ?1) AS picked
  WHERE hookinbox_outbox.id = picked.id
-RETURNING ` + sqlOutboxColumns
+RETURNING id, aggregate_type, aggregate_id, event_type, payload,
+       source_provider, source_endpoint, source_event_id, coalesce(destination, ''),
+       created_at, attempts, coalesce(max_attempts, 0), coalesce(claim_token, 0),
+       coalesce(last_error, ''), published_at, CASE WHEN available_at = ?6 THEN 'paused' ELSE state END,
+       coalesce(trace_parent, '')`
 
 	sqlSequenceAdvance = `
 UPDATE hookinbox_sequence SET value = max(value, ?1) WHERE name = 'claim_token'`
@@ -299,8 +320,9 @@ UPDATE hookinbox_outbox
 
 	sqlOutboxRecordFailure = `
 UPDATE hookinbox_outbox
-   SET last_error   = ?3,
-       available_at = ` + now + ` + ?4,
+   SET last_error        = ?3,
+       error_fingerprint = ?5,
+       available_at      = ` + now + ` + ?4,
        state        = CASE WHEN attempts >= max_attempts THEN 'needs_review' ELSE 'pending' END
  WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'`
 

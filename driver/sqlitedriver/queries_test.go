@@ -26,11 +26,11 @@ func TestQueries_UnprocessedRowsReadThroughThePartialIndexes(t *testing.T) {
 		name, query, index string
 		args               []any
 	}{
-		{"inbox claim", sqlInboxClaim, "hookinbox_inbox_unprocessed", []any{`["async"]`, 1, 10, 10}},
+		{"inbox claim", sqlInboxClaim, "hookinbox_inbox_unprocessed", []any{`["async"]`, 1, 10, 10, int64(1)}},
 		{"inbox stats", sqlInboxStats, "hookinbox_inbox_unprocessed", nil},
 		{"inbox retry needs review", sqlInboxRetryNeedsReview, "hookinbox_inbox_unprocessed", nil},
-		{"outbox claim", sqlOutboxClaim, "hookinbox_outbox_claim_order", []any{10, 1, 20, "", false}},
-		{"outbox claim, ordered", sqlOutboxClaim, "hookinbox_outbox_claim_order", []any{10, 1, 20, "", true}},
+		{"outbox claim", sqlOutboxClaim, "hookinbox_outbox_claim_order", []any{10, 1, 20, "", false, int64(1)}},
+		{"outbox claim, ordered", sqlOutboxClaim, "hookinbox_outbox_claim_order", []any{10, 1, 20, "", true, int64(1)}},
 		{"outbox stats", sqlOutboxStats, "hookinbox_outbox_unpublished", nil},
 		{"outbox retry needs review", sqlOutboxRetryNeedsReview, "hookinbox_outbox_unpublished", nil},
 	} {

@@ -142,6 +142,13 @@ type Config struct {
 	// PollOnly turns off LISTEN/NOTIFY between processes (worker.poll_only).
 	PollOnly bool
 
+	// RecordRequests keeps with each receipt what its request carried besides the
+	// body (headers without credentials, remote address), for the console's event
+	// page (record_requests).
+	//
+	// Defaults to true.
+	RecordRequests bool
+
 	// Accept and Sync tune the group commits of async and of sync deliveries; zero
 	// fields take the library's defaults.
 	Accept, Sync hookinbox.GroupConfig
@@ -260,6 +267,14 @@ type Endpoint struct {
 	// MaxBodyBytes is the largest accepted body; zero means the library's default
 	// (1 MiB).
 	MaxBodyBytes int64
+
+	// Paused is the endpoint's default state: serve stores it for an endpoint the
+	// database holds no state of yet (its first start), so that an endpoint can start
+	// paused. From then on the database's state wins: hookinbox endpoints pause and
+	// resume, and the console, change it for every process.
+	//
+	// Defaults to false.
+	Paused bool
 
 	// Forward is where handler forward delivers the endpoint's events; nil for the
 	// other handlers.

@@ -30,6 +30,7 @@ endpoints:
     provider: stripe
     secrets_env: STRIPE_NEW
     handler: none
+    paused: true
 worker: {concurrency: 2, lease: 1m, max_attempts: 3, statement_timeout: 10s, poll_interval: 250ms}
 retention: {processed: 96h}
 admin: {token_env: HOOKINBOX_ADMIN_TOKEN}
@@ -56,6 +57,9 @@ func TestParse_ValidConfig(t *testing.T) {
 	}
 	if len(cfg.Endpoints) != 2 {
 		t.Fatalf("got %d endpoints, want 2", len(cfg.Endpoints))
+	}
+	if cfg.Endpoints[0].Paused || !cfg.Endpoints[1].Paused {
+		t.Errorf("paused = %v, %v; want the default false, then the configured true", cfg.Endpoints[0].Paused, cfg.Endpoints[1].Paused)
 	}
 	b := cfg.Endpoints[0]
 	if b.Mode != hookinbox.ModeHybrid || b.Handler != config.HandlerBilling || b.Tolerance != 10*time.Minute || b.MaxBodyBytes != 2048 {

@@ -31,6 +31,7 @@ type fileConfig struct {
 	Console         fileConsole    `yaml:"console"`
 	ShutdownTimeout *string        `yaml:"shutdown_timeout"`
 	Roles           stringList     `yaml:"roles"`
+	RecordRequests  *bool          `yaml:"record_requests"`
 }
 
 type fileEndpoint struct {
@@ -49,6 +50,7 @@ type fileEndpoint struct {
 	Tolerance     *string           `yaml:"tolerance"`
 	Options       map[string]string `yaml:"options"`
 	MaxBodyBytes  *int64            `yaml:"max_body_bytes"`
+	Paused        bool              `yaml:"paused"`
 
 	// Forward is the forward handler's sink.
 	Forward *fileSink `yaml:"forward"`

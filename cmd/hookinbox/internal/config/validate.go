@@ -64,6 +64,7 @@ func validate(file string, fc *fileConfig, opts Options) (*Config, error) {
 		return nil, err
 	}
 	cfg.PollOnly = fc.Worker.PollOnly
+	cfg.RecordRequests = fc.RecordRequests == nil || *fc.RecordRequests
 	if cfg.Worker, err = v.worker(&fc.Worker); err != nil {
 		return nil, err
 	}
@@ -216,7 +217,7 @@ func (v *validator) group(key string, fg *fileGroup) (hookinbox.GroupConfig, err
 
 func (v *validator) endpoint(i int, fe *fileEndpoint) (*Endpoint, error) {
 	key := func(k string) string { return fmt.Sprintf("endpoints[%d].%s", i, k) }
-	ep := &Endpoint{Name: fe.Name, Path: fe.Path, Provider: fe.Provider, Options: fe.Options}
+	ep := &Endpoint{Name: fe.Name, Path: fe.Path, Provider: fe.Provider, Options: fe.Options, Paused: fe.Paused}
 
 	if ep.Name == "" {
 		return nil, v.keyError(key("name"), "required")

@@ -56,6 +56,22 @@ func confirmForm(t *testing.T, c *client, path string) (int, url.Values) {
 	return n, form
 }
 
+// groupLink returns the link labelled label in the row of page that holds text.
+func groupLink(t *testing.T, c *client, page, text, label string) string {
+	t.Helper()
+	_, body := c.get("/console/" + page)
+	for _, row := range regexp.MustCompile(`(?s)<tr class="[a-z-]*group">.*?</tr>`).FindAllString(body, -1) {
+		if !strings.Contains(row, text) {
+			continue
+		}
+		if m := regexp.MustCompile(`<a[^>]* href="([^"]+)">` + regexp.QuoteMeta(label) + `</a>`).FindStringSubmatch(row); m != nil {
+			return html.UnescapeString(m[1])
+		}
+	}
+	t.Fatalf("no %q link in a row holding %q of /console/%s:\n%s", label, text, page, body)
+	return ""
+}
+
 func retryGroupURL(t *testing.T, c *client) string {
 	t.Helper()
 	_, body := c.get("/console/review")
@@ -68,7 +84,7 @@ func retryGroupURL(t *testing.T, c *client) string {
 
 func lastAudit(t *testing.T, b *bundle) *driver.AuditEntry {
 	t.Helper()
-	list, err := b.exec.ConsoleAudit(b.ctx, 0, 1)
+	list, err := b.exec.ConsoleAudit(b.ctx, driver.IDPage{}, 1)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("audit: %v %v", list, err)
 	}
@@ -164,9 +180,7 @@ func TestConsole_BulkResolveKeepsTheRowsAndTheNote(t *testing.T) {
 		seedReview(t, b, 3, 1)
 		c := b.client(t)
 		c.login(operatorToken)
-		q := url.Values{"action": {"resolve"}, "endpoint": {"billing"}, "state": {"needs_review"},
-			"fingerprint": {"handler for invoice.paid failed: invoice # not found (ledger row #)"}}
-		shown, form := confirmForm(t, c, "/console/confirm?"+q.Encode())
+		shown, form := confirmForm(t, c, groupLink(t, c, "review", "not found", "resolve group…"))
 		if resp := c.post("/console/bulk", form); resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("resolve without a note: %d, want 400", resp.StatusCode)
 		}

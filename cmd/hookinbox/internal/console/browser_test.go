@@ -1,11 +1,9 @@
 package console_test
 
 import (
-	"context"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -26,37 +24,10 @@ func chromium() string {
 // audit entry the retry wrote.
 func TestConsole_BrowserLogsInAndRetriesAGroup(t *testing.T) {
 	t.Parallel()
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary on PATH (apt-get install -y chromium, or run scripts/test.sh as root): the browser test is skipped")
-	}
 	b := setup(t, "postgres")
+	br := newBrowser(t, b)
 	seedReview(t, b, 3, 1)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(b.ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
-
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("browser, %s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		if err != nil {
-			t.Fatalf("browser, reading %s: %v", sel, err)
-		}
-		return s
-	}
+	step, text := br.step, br.text
 	const groupRow = `//tr[@class="group"][contains(., "not found")]`
 	step("log in",
 		chromedp.Navigate(b.srv.URL+"/console/"),

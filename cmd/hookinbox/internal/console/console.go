@@ -1,6 +1,7 @@
 // Package console is hookinbox's operator console: server-rendered pages (html/template
-// and embedded files, no JavaScript) that show the inbox and the outbox and let an
-// operator retry or resolve what failed, every action written to the audit log.
+// and embedded files, no JavaScript) that show the inbox and the outbox, let an
+// operator retry, resolve or redeliver what failed and pause or resume an endpoint,
+// every action written to the audit log.
 //
 // It is served by hookinbox serve under a path (/console by default) only when the
 // configuration names its access tokens. Every page needs a session, taken by
@@ -8,8 +9,9 @@
 // SameSite=Strict, Secure on TLS); a read-only token's session is shown no action and
 // refused every request but GET. Cross-origin POSTs are refused
 // (http.CrossOriginProtection), every answer carries a strict Content-Security-Policy
-// and Cache-Control: no-store, every value is HTML-escaped by html/template, and the
-// payload fields named in Config.Redact are replaced before a payload is shown.
+// and Cache-Control: no-store, every value is HTML-escaped by html/template, and what
+// Config.Redact names is hidden from every text shown: payloads, errors, attempts,
+// examples, request headers and audit notes.
 //
 //	h, err := console.New(exec, console.Config{Tokens: []console.Token{{Name: "alice", Secret: tok}}})
 //	mux.Handle("/console/", h)
@@ -21,6 +23,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -41,10 +45,14 @@ type Token struct {
 	ReadOnly bool
 }
 
-// Endpoint is a configured endpoint, for the filters and exact event id lookups.
+// Endpoint is a configured endpoint, for the filters, exact event id lookups and the
+// pause controls.
 type Endpoint struct {
 	Name     string
 	Provider string
+	// Sync marks an endpoint whose handler runs in the provider's request: a pause
+	// holds back its outbox messages, not its processing.
+	Sync bool
 }
 
 // Config configures the console.
@@ -60,8 +68,12 @@ type Config struct {
 	// Endpoints are the configured endpoints.
 	Endpoints []Endpoint
 
-	// Redact names payload fields whose values are never shown: an object key equal
-	// to one of them (ignoring case), at any depth, has its value replaced.
+	// Redact names payload fields whose values are never shown: patterns matched
+	// against object keys at any depth, ignoring case, * standing for any run of
+	// characters ("card_number", "*email*"). A matching key's value is replaced in the
+	// payload, and every value found under one is replaced wherever the page shows it
+	// beside that payload: errors, attempts, review examples, request headers, and the
+	// notes and targets written to the audit log.
 	Redact []string
 
 	// SecureCookie marks the session cookie Secure even on plain HTTP, for a console
@@ -84,8 +96,9 @@ type Config struct {
 	// Defaults to 10.
 	LoginRate int
 
-	// RetriedFunc, when set, is called after an action made receipts available, to
-	// wake this process's workers.
+	// RetriedFunc, when set, is called after an action made receipts or outbox
+	// messages available (a retry, a redelivery, a resume), to wake this process's
+	// workers and dispatcher; other processes find them at their next poll.
 	RetriedFunc func()
 
 	// Logger receives one line per action (actor, action, target, rows), never a
@@ -122,6 +135,8 @@ type Console struct {
 	sessions *sessions
 	logins   *loginLimiter
 	pages    *pages
+	redact   *redaction
+	sealer   *sealer
 	handler  http.Handler
 	// broken names the protections a test turned off, to show that its test fails
 	// without them (see export_test.go); always empty outside tests.
@@ -144,8 +159,13 @@ func New(exec driver.Executor, cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range cfg.Redact {
+		if _, err := path.Match(strings.ToLower(r), ""); err != nil {
+			return nil, fmt.Errorf("console: redact[%d] %q is not a pattern: %w", i, r, err)
+		}
+	}
 	c := &Console{
-		cfg: cfg, exec: exec, db: db, pages: p,
+		cfg: cfg, exec: exec, db: db, pages: p, redact: newRedaction(cfg.Redact), sealer: newSealer(),
 		sessions: newSessions(cfg.SessionTTL),
 		logins:   newLoginLimiter(cfg.LoginRate),
 	}
@@ -173,23 +193,48 @@ func (c *Console) routes() http.Handler {
 	auth.HandleFunc("GET "+p+"/outbox/message", c.message)
 	auth.HandleFunc("GET "+p+"/audit", c.audit)
 	auth.HandleFunc("GET "+p+"/confirm", c.confirm)
+	auth.HandleFunc("GET "+p+"/outbox/confirm", c.confirmOutbox)
 	auth.HandleFunc("POST "+p+"/event/retry", c.retryEvent)
 	auth.HandleFunc("POST "+p+"/event/resolve", c.resolveEvent)
 	auth.HandleFunc("POST "+p+"/outbox/retry", c.retryMessage)
+	auth.HandleFunc("POST "+p+"/outbox/resolve", c.resolveMessage)
+	auth.HandleFunc("POST "+p+"/outbox/redeliver", c.redeliverMessage)
 	auth.HandleFunc("POST "+p+"/bulk", c.bulk)
-	mux.Handle(p+"/", c.requireSession(auth))
+	auth.HandleFunc("POST "+p+"/outbox/bulk", c.bulkOutbox)
+	auth.HandleFunc("POST "+p+"/endpoint/pause", c.pauseEndpoint)
+	auth.HandleFunc("POST "+p+"/endpoint/resume", c.resumeEndpoint)
+	auth.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
+		c.problem(w, r, http.StatusNotFound, "There is no such page in the console.")
+	})
+	mux.Handle(p+"/", c.requireSession(c.checkQuery(auth)))
 	mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, p+"/", http.StatusSeeOther)
 	})
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		c.problem(w, r, http.StatusForbidden, "Cross-origin request refused: actions are taken from the console's own pages.")
 	}))
 	if c.broken["cross-origin"] {
 		return secureHeaders(mux)
 	}
 	return secureHeaders(cop.Handler(mux))
+}
+
+// checkQuery answers 400 to a query no page of the console sends (bytes that are not
+// UTF-8, a NUL, a broken escape), before any handler passes it to the database.
+func (c *Console) checkQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err == nil {
+			err = checkText(q)
+		}
+		if err != nil {
+			c.problem(w, r, http.StatusBadRequest, "The address is not one the console makes: "+err.Error()+".")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ServeHTTP serves the console's pages.

@@ -2,15 +2,16 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
@@ -28,14 +29,23 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
+	// available is when a row may be taken next, or "paused" for a row parked behind
+	// its paused endpoint.
+	"available": func(t time.Time) string {
+		if !t.Before(driver.ParkedAt) {
+			return "when its endpoint is resumed"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	},
 	"dur": func(d time.Duration) string {
 		if d <= 0 {
 			return "—"
 		}
 		return d.Round(time.Second).String()
 	},
-	"ms":  func(a, b time.Time) string { return fmt.Sprintf("%.1f ms", float64(b.Sub(a).Microseconds())/1000) },
-	"hex": func(b []byte) string { return fmt.Sprintf("%x", b) },
+	"ms":   func(a, b time.Time) string { return fmt.Sprintf("%.1f ms", float64(b.Sub(a).Microseconds())/1000) },
+	"hex":  func(b []byte) string { return fmt.Sprintf("%x", b) },
+	"dest": func(d string) string { return destinationParam(d) },
 }
 
 func parsePages() (*pages, error) {
@@ -64,14 +74,30 @@ type view struct {
 	Page     string
 	User     string
 	ReadOnly bool
-	Data     any
+	// Refresh is the page's auto-refresh period in seconds (0: off); RefreshURLs
+	// turn it off, to 10 s and to 60 s, on pages that offer it.
+	Refresh     int
+	RefreshURLs []refreshLink
+	Data        any
 }
+
+type refreshLink struct {
+	Label string
+	URL   string
+	On    bool
+}
+
+// refreshable are the pages that offer auto-refresh: the ones an operator watches.
+var refreshable = map[string]bool{"overview": true, "review": true, "events": true, "outbox": true, "audit": true}
 
 // render writes page with data, buffered so that a template error is a clean 500.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, data any) {
 	v := &view{Prefix: c.cfg.Path, Page: page, Data: data}
 	if se := sessionFrom(r.Context()); se != nil {
 		v.User, v.ReadOnly = se.name, se.readOnly
+	}
+	if refreshable[page] && status == http.StatusOK {
+		v.Refresh, v.RefreshURLs = refreshLinks(r.URL)
 	}
 	var buf bytes.Buffer
 	t := c.pages.byName[page]
@@ -89,10 +115,59 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	_, _ = w.Write(buf.Bytes())
 }
 
+// refreshLinks reads the page's refresh parameter (at least 5 s) and builds the
+// links that change it.
+func refreshLinks(u *url.URL) (int, []refreshLink) {
+	q := u.Query()
+	period, _ := strconv.Atoi(q.Get("refresh"))
+	if period > 0 {
+		period = max(period, 5)
+	}
+	var links []refreshLink
+	for _, p := range []int{0, 10, 60} {
+		nq := u.Query()
+		label := "off"
+		if p == 0 {
+			nq.Del("refresh")
+		} else {
+			nq.Set("refresh", strconv.Itoa(p))
+			label = strconv.Itoa(p) + " s"
+		}
+		links = append(links, refreshLink{Label: label, URL: u.Path + "?" + nq.Encode(), On: p == period})
+	}
+	return period, links
+}
+
+// problemData is an error page: what went wrong, and where to go back to.
+type problemData struct {
+	Status  int
+	Title   string
+	Message string
+	BackURL string
+	Back    string
+}
+
+// problem answers an error as a page of the console's own, with the layout and a way
+// back: the list the request came from, or the overview.
+func (c *Console) problem(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d := &problemData{Status: status, Title: http.StatusText(status), Message: msg, BackURL: c.cfg.Path + "/", Back: "the overview"}
+	rest := strings.TrimPrefix(r.URL.Path, c.cfg.Path)
+	for _, s := range []struct{ prefix, page, name string }{
+		{"/outbox", "/outbox", "the outbox"}, {"/event", "/events", "the inbox"}, {"/review", "/review", "needs review"},
+		{"/audit", "/audit", "the audit log"}, {"/confirm", "/review", "needs review"}, {"/bulk", "/review", "needs review"},
+	} {
+		if strings.HasPrefix(rest, s.prefix) {
+			d.BackURL, d.Back = c.cfg.Path+s.page, s.name
+			break
+		}
+	}
+	c.render(w, r, status, "error", d)
+}
+
 // fail answers a database error without its details (they are logged).
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	c.cfg.Logger.Error("hookinbox console: "+what, "error", err.Error())
-	http.Error(w, what, http.StatusServiceUnavailable)
+	c.problem(w, r, http.StatusServiceUnavailable, what+": the database did not answer; try again")
 }
 
 func serveCSS(w http.ResponseWriter, r *http.Request) {
@@ -112,64 +187,12 @@ func since(t time.Time) string {
 	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
-// redacted is what a redacted field's value becomes.
-const redacted = "[redacted]"
-
-// prettyPayload returns the payload indented, with the fields named in redact
-// replaced at any depth. A payload that is not JSON is shown as text only if it has
-// nothing to redact; else it is withheld.
-func prettyPayload(payload []byte, redact []string) string {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if len(redact) > 0 {
-			return "(not JSON: withheld, since fields are redacted)"
-		}
-		return string(payload)
-	}
-	v = redactValue(v, redact)
-	// Not JSON's \u003c escapes: html/template escapes the text for the page, and the
-	// operator reads the characters the provider sent.
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return "(cannot format the payload)"
-	}
-	return strings.TrimSuffix(out.String(), "\n")
-}
-
-func redactValue(v any, redact []string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if isRedacted(k, redact) {
-				x[k] = redacted
-				continue
-			}
-			x[k] = redactValue(val, redact)
-		}
-	case []any:
-		for i := range x {
-			x[i] = redactValue(x[i], redact)
-		}
-	}
-	return v
-}
-
-func isRedacted(key string, redact []string) bool {
-	for _, r := range redact {
-		if strings.EqualFold(key, r) {
-			return true
-		}
-	}
-	return false
-}
-
 // eventURL is the page of one receipt.
 func (c *Console) eventURL(k hookinboxtype.Key) string {
 	q := url.Values{"provider": {k.Provider}, "endpoint": {k.Endpoint}, "id": {k.EventID}}
 	return c.cfg.Path + "/event?" + q.Encode()
+}
+
+func (c *Console) messageURL(id int64) string {
+	return c.cfg.Path + "/outbox/message?id=" + strconv.FormatInt(id, 10)
 }

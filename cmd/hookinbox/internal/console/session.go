@@ -133,11 +133,12 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 				c.render(w, r, http.StatusUnauthorized, "login", &loginData{})
 				return
 			}
-			http.Error(w, "no session: log in first", http.StatusUnauthorized)
+			c.problem(w, r, http.StatusUnauthorized, "No session: log in first.")
 			return
 		}
 		if se.readOnly && r.Method != http.MethodGet && !c.broken["read-only"] {
-			http.Error(w, "read-only session: actions are refused", http.StatusForbidden)
+			c.problem(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, se)), http.StatusForbidden,
+				"Read-only session: actions are refused.")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, se)))

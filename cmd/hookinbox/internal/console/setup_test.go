@@ -56,6 +56,14 @@ type setupOpts struct {
 	maxBulk int
 	tls     bool
 	wrap    func(driver.Executor) driver.Executor
+	// redact replaces the default redacted fields (card_number).
+	redact []string
+	// logger receives the console's logs (default: discarded).
+	logger *slog.Logger
+	// retried is the console's RetriedFunc.
+	retried func()
+	// endpoints are configured beside billing.
+	endpoints []console.Endpoint
 }
 
 // drivers runs fn against PostgreSQL and SQLite.
@@ -143,16 +151,23 @@ func setup(t *testing.T, name string, opts ...setupOpts) *bundle {
 	if o.wrap != nil {
 		exec = o.wrap(exec)
 	}
+	if o.redact == nil {
+		o.redact = []string{"card_number"}
+	}
+	if o.logger == nil {
+		o.logger = quiet
+	}
 	c, err := console.New(exec, console.Config{
 		Tokens: []console.Token{
 			{Name: "alice", Secret: operatorToken},
 			{Name: "rita", Secret: readerToken, ReadOnly: true},
 		},
-		Endpoints: []console.Endpoint{{Name: "billing", Provider: "stripe"}},
-		Redact:    []string{"card_number"},
-		MaxBulk:   o.maxBulk,
-		LoginRate: 1000,
-		Logger:    quiet,
+		Endpoints:   append([]console.Endpoint{{Name: "billing", Provider: "stripe"}}, o.endpoints...),
+		Redact:      o.redact,
+		MaxBulk:     o.maxBulk,
+		LoginRate:   1000,
+		Logger:      o.logger,
+		RetriedFunc: o.retried,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -274,7 +274,8 @@ func outboxWriters(cfg *config.Config) map[string]bool {
 
 // inboxConfig is the library configuration for cfg.
 func inboxConfig(cfg *config.Config, logger *slog.Logger, observer hookinbox.Observer) *hookinbox.Config {
-	hc := &hookinbox.Config{Worker: cfg.Worker, Accept: cfg.Accept, Sync: cfg.Sync, PollOnly: cfg.PollOnly, Logger: logger, Observer: observer}
+	hc := &hookinbox.Config{Worker: cfg.Worker, Accept: cfg.Accept, Sync: cfg.Sync, PollOnly: cfg.PollOnly, Logger: logger, Observer: observer,
+		OmitRequestRecord: !cfg.RecordRequests}
 	for _, ep := range cfg.Endpoints {
 		hc.Endpoints = append(hc.Endpoints, hookinbox.EndpointConfig{
 			Name: ep.Name, Verifier: ep.Verifier, Mode: ep.Mode, MaxBodyBytes: ep.MaxBodyBytes,

@@ -3,6 +3,8 @@ package server
 import (
 	"log/slog"
 
+	"github.com/hookinbox/hookinbox"
+
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/cmd/hookinbox/internal/console"
 )
@@ -19,7 +21,7 @@ func newConsole(cfg *config.Config, backend *Backend, logger *slog.Logger) (*con
 	for i, ep := range cfg.Endpoints {
 		// Receipts are stored under the verifier's name (svix endpoints as
 		// standardwebhooks).
-		endpoints[i] = console.Endpoint{Name: ep.Name, Provider: ep.Verifier.Name()}
+		endpoints[i] = console.Endpoint{Name: ep.Name, Provider: ep.Verifier.Name(), Sync: ep.Mode == hookinbox.ModeSync}
 	}
 	return console.New(backend.Executor, console.Config{
 		Path: cc.Path, Tokens: tokens, Endpoints: endpoints, Redact: cc.Redact, SecureCookie: cc.SecureCookie,

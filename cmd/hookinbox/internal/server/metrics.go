@@ -179,6 +179,8 @@ var (
 		"Receipts not yet processed, including those needing review.", nil, nil)
 	descOldest = prometheus.NewDesc("hookinbox_oldest_unprocessed_age_seconds",
 		"How long the oldest unprocessed receipt has waited; 0 when there is none. The first sign that processing has stalled.", nil, nil)
+	descOldestPending = prometheus.NewDesc("hookinbox_oldest_pending_age_seconds",
+		"How long the oldest pending receipt has waited, those that need review left out; 0 when there is none. Grows while the workers stall, or while an endpoint is paused.", nil, nil)
 	descNeedsReview = prometheus.NewDesc("hookinbox_needs_review",
 		"Unprocessed receipts at max attempts, waiting for a person. Alert on anything but 0.", nil, nil)
 	descRecent = prometheus.NewDesc("hookinbox_received_last_hour",
@@ -195,7 +197,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descUnprocessed, descOldest, descNeedsReview, descRecent, descTableBytes, descTableRows} {
+	for _, d := range []*prometheus.Desc{descUp, descUnprocessed, descOldest, descOldestPending, descNeedsReview, descRecent, descTableBytes, descTableRows} {
 		ch <- d
 	}
 }
@@ -209,6 +211,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(descUnprocessed, prometheus.GaugeValue, float64(s.Unprocessed))
 	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, s.OldestUnprocessedAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(descOldestPending, prometheus.GaugeValue, s.OldestPendingAge.Seconds())
 	ch <- prometheus.MustNewConstMetric(descNeedsReview, prometheus.GaugeValue, float64(s.NeedsReview))
 	for _, tc := range s.ReceivedLastHour {
 		ch <- prometheus.MustNewConstMetric(descRecent, prometheus.GaugeValue, float64(tc.Count), tc.EventType)

@@ -65,6 +65,7 @@ type Server struct {
 func New(cfg *config.Config, backend *Backend, metrics *Metrics, logger *slog.Logger) *Server {
 	metrics.CollectStats(backend.Operator.Stats, statsCacheFor, statsTimeout, logger)
 	metrics.CollectOutboxStats(backend.Outbox.Stats, statsCacheFor, statsTimeout, logger)
+	metrics.CollectState(backend.CheckSchema, backend.Executor.ConsoleEndpointStates, cfg, statsCacheFor, statsTimeout, logger)
 	metrics.SetRoles(cfg.Roles.List())
 	limits := cfg.HTTP.WithDefaults()
 	budget := newBodyBudget(limits, metrics, logger)
@@ -170,6 +171,10 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var work sync.WaitGroup
+	// Before the workers start, so that an endpoint configured paused is paused when
+	// they first claim; a database not ready yet is seeded by maintain later.
+	seeded := seedEndpoints(ctx, s.cfg, s.backend.Executor, s.logger) == nil
+	work.Go(func() { s.maintain(workCtx, seeded) })
 	if s.cfg.Roles.Has(config.RoleWorkers) {
 		work.Go(func() {
 			if err := s.backend.Inbox.Run(workCtx); err != nil {

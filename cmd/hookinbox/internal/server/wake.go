@@ -34,3 +34,12 @@ func (w *wakeDispatcher) Attempt(a hookinbox.AttemptInfo) {
 		w.notify()
 	}
 }
+
+// Group passes a group commit on to an observer that counts them (the metrics do):
+// without it, wrapping the observer hid hookinbox_group_commit_* from serve's metrics
+// whenever an endpoint wrote outbox messages.
+func (w *wakeDispatcher) Group(g hookinbox.GroupInfo) {
+	if o, ok := w.Observer.(hookinbox.GroupObserver); ok {
+		o.Group(g)
+	}
+}
