@@ -207,7 +207,7 @@ every event was processed or delivered within --timeout), 1 otherwise, 2 usage e
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&c.Mode, "mode", bench.ModeSync, "what to measure: sync, accept, drain, forward or mixed")
+	fl.StringVar(&c.Mode, "mode", bench.ModeSync, "what to measure: sync, accept, drain, forward, mixed or dispatch")
 	fl.IntVar(&c.Count, "count", 0, "requests to send (drain: the backlog, default 10000); not with --duration")
 	fl.DurationVar(&c.Duration, "duration", 0, "send for this long (default 10s without --count)")
 	fl.IntVar(&c.Concurrency, "concurrency", 8, "closed-loop senders (requests in flight), and pgbench's clients")

@@ -15,13 +15,15 @@ import (
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
-// The driver contract's behaviour suite, on a schema of each behaviour's own.
+// The driver contract's behaviour suite, on a schema of each behaviour's own. The
+// drivers listen past any pooler (Config.ListenConnConfig), as a deployment behind
+// PgBouncer in transaction mode must (scripts/pgbouncer-test.sh runs this suite so).
 func TestDriver(t *testing.T) {
 	t.Parallel()
 	drivertest.Exercise(t, func(t *testing.T) *drivertest.Harness[pgx.Tx] {
 		db := testdb.New(t, testdb.Options{MaxConns: 4})
 		return &drivertest.Harness[pgx.Tx]{
-			Driver: pgxdriver.New(db.Pool),
+			Driver: pgxdriver.NewWithConfig(db.Pool, &pgxdriver.Config{ListenConnConfig: db.ListenConnConfig(t)}),
 			Other: func(t *testing.T) driver.Driver[pgx.Tx] {
 				cfg := db.Config(t)
 				cfg.MaxConns = 2
@@ -30,7 +32,7 @@ func TestDriver(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(pool.Close)
-				return pgxdriver.New(pool)
+				return pgxdriver.NewWithConfig(pool, &pgxdriver.Config{ListenConnConfig: db.ListenConnConfig(t)})
 			},
 			Unreachable: func(t *testing.T) driver.Driver[pgx.Tx] {
 				cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:1/none?connect_timeout=2")
