@@ -11,13 +11,20 @@ import (
 // planOf returns the generic plan (the one a prepared statement settles on) of query.
 func planOf(t *testing.T, db *testdb.DB, query string, args ...any) string {
 	t.Helper()
+	return planIn(t, db, "force_generic_plan", query, args...)
+}
+
+// planIn returns query's plan under plan_cache_mode mode: force_generic_plan, or
+// force_custom_plan for the plans of a prepared statement's first executions.
+func planIn(t *testing.T, db *testdb.DB, mode, query string, args ...any) string {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Exec(ctx, `RESET plan_cache_mode`) //nolint:errcheck
@@ -98,5 +105,72 @@ func TestBrokenPartialIndexWithoutGuard_LockScansTheBacklog(t *testing.T) {
     ON hookinbox_inbox (state, available_at) WHERE state IN ('pending', 'needs_review')`)
 	if plan := planOf(t, db, sqlInboxLockUnprocessed, lockArgs...); !strings.Contains(plan, "hookinbox_inbox_unprocessed") {
 		t.Fatalf("without the guard the lock still reads the primary key; the test cannot show the trap:\n%s", plan)
+	}
+}
+
+// aBacklogNeverAnalyzed builds a table no ANALYZE has seen (a server with autovacuum
+// off, or a table that grew faster than autoanalyze): 80,000 processed receipts and a
+// backlog of 120,000, about what one worker left behind 32 senders in bench's mixed
+// mode. The table's own autovacuum is off, so that a server with it on
+// cannot analyze it during the test.
+func aBacklogNeverAnalyzed(t *testing.T, db *testdb.DB) {
+	t.Helper()
+	ctx := context.Background()
+	if err := New(db.Pool).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ALTER TABLE hookinbox_inbox SET (autovacuum_enabled = false)`,
+		`INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, processed_at, outcome, state, available_at)
+		 SELECT 'stripe', 'q', 'old_' || g, 'x', '{}', now(), 'processed', 'processed', now() - interval '1 hour' FROM generate_series(1, 80000) g`,
+		`INSERT INTO hookinbox_inbox (provider, endpoint, event_id, event_type, payload, state, available_at)
+		 SELECT 'stripe', 'q', 'new_' || g, 'x', '{}', 'pending', now() - interval '1 hour' + g * interval '1 ms' FROM generate_series(1, 120000) g`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+var claimArgs = []any{[]string{"q"}, 60.0, 10, 25}
+
+// claimSortsTheBacklog reports whether query's plan, custom or generic, sorts the
+// pending rows instead of reading the partial index in order.
+func claimSortsTheBacklog(t *testing.T, db *testdb.DB, query string) (bool, string) {
+	t.Helper()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := planIn(t, db, mode, query, claimArgs...)
+		if strings.Contains(plan, "Sort") || !strings.Contains(plan, "Index Scan using hookinbox_inbox_unprocessed") {
+			return true, mode + ":\n" + plan
+		}
+	}
+	return false, ""
+}
+
+// On a table never analyzed, the claim reads the unprocessed index in available_at
+// order and stops at its limit, in its first plans and in the generic one, rather
+// than sorting the whole backlog for each batch.
+func TestPlan_ClaimReadsTheIndexInOrderOnATableNeverAnalyzed(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	aBacklogNeverAnalyzed(t, db)
+	if sorts, plan := claimSortsTheBacklog(t, db, sqlInboxClaim); sorts {
+		t.Errorf("the claim sorts the backlog:\n%s", plan)
+	}
+}
+
+// The broken variant: the claim's endpoints matched with "endpoint = ANY($1)", as
+// first written. Without statistics its plans sort every pending row.
+func TestBrokenClaimWithAnyEndpoint_SortsTheBacklog(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	aBacklogNeverAnalyzed(t, db)
+	broken := strings.Replace(sqlInboxClaim, "array_position($1::text[], endpoint) IS NOT NULL", "endpoint = ANY($1)", 1)
+	if broken == sqlInboxClaim {
+		t.Fatal("the claim no longer has the predicate this variant replaces")
+	}
+	if sorts, _ := claimSortsTheBacklog(t, db, broken); !sorts {
+		t.Fatalf("with endpoint = ANY($1) the claim still reads the index in order; the test cannot show the trap:\n%s",
+			planIn(t, db, "force_custom_plan", broken, claimArgs...))
 	}
 }

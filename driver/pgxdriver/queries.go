@@ -107,6 +107,12 @@ SELECT provider, endpoint, event_id, attempts, now() - make_interval(secs => $5:
 	// else came). A resume makes the endpoint's parked rows available now. The paused
 	// endpoints are read FOR SHARE: a resume's update of their row waits for this
 	// statement to commit, so the resume's release sees what it parked.
+	//
+	// The endpoints are matched with array_position, not "endpoint = ANY($1)": on a
+	// table never analyzed (autovacuum off) the planner guesses the latter keeps one
+	// row in a hundred, so the LIMIT stops nothing in its estimate and it sorts every
+	// pending row (29 ms a claim with 105,000 pending) instead of reading the index in
+	// order (0.04 ms). An expression's IS NOT NULL is guessed to keep nearly all rows.
 	sqlInboxClaim = `
 WITH paused AS MATERIALIZED (
     SELECT endpoint FROM hookinbox_endpoint WHERE paused AND endpoint = ANY($1) FOR SHARE
@@ -115,7 +121,7 @@ WITH paused AS MATERIALIZED (
       FROM hookinbox_inbox
      WHERE state = 'pending'
        AND available_at <= now()
-       AND endpoint = ANY($1)
+       AND array_position($1::text[], endpoint) IS NOT NULL
      ORDER BY available_at
      LIMIT $4
        FOR UPDATE SKIP LOCKED
