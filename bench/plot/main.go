@@ -1,6 +1,10 @@
 // Command plot draws rate against concurrency from `hookinbox bench --json` reports,
-// one JSON object after another, as an SVG with a panel per mode: hookinbox's rate and, where
-// the report has one, pgbench's on the same SQL in the same run.
+// one JSON object after another, as an SVG with a panel per mode: hookinbox's rate and,
+// where the report has one, its anchor in the same run. The anchor is pgbench on the
+// same SQL for accept and sync, the accept rate of the same run for forward (delivered
+// against accepted), and the sync billing endpoint for mixed (processed while
+// accepting against sync). The x axis is the senders, or the workers for drain and
+// mixed.
 //
 //	go run ./bench/plot bench/results/*.json > docs/benchmarks.svg
 package main
@@ -25,9 +29,27 @@ type report struct {
 	Pgbench *struct {
 		TPS float64 `json:"tps"`
 	} `json:"pgbench"`
+	Forward *struct {
+		AcceptRate float64 `json:"accept_rate"`
+	} `json:"forward"`
+	Mixed *struct {
+		Workers int `json:"workers"`
+		Sync    *struct {
+			RequestRate float64 `json:"request_rate"`
+		} `json:"sync"`
+	} `json:"mixed"`
 }
 
-type point struct{ x, hookinbox, pgbench float64 }
+// point is one report: hookinbox's rate and its anchor's (0: none) at x.
+type point struct{ x, hookinbox, anchor float64 }
+
+// anchors names each mode's anchor, under its panel.
+var anchors = map[string]string{
+	"accept":  "pgbench, same SQL",
+	"sync":    "pgbench, same SQL",
+	"forward": "accepted; hookinbox: delivered",
+	"mixed":   "sync endpoint; hookinbox: processed",
+}
 
 func main() {
 	byMode := map[string][]point{}
@@ -60,13 +82,19 @@ func read(path string, byMode map[string][]point) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		x := float64(r.Concurrency)
-		if r.Drain != nil && r.Drain.Workers > 0 {
-			x = float64(r.Drain.Workers)
-		}
-		p := point{x: x, hookinbox: r.Rate}
-		if r.Pgbench != nil {
-			p.pgbench = r.Pgbench.TPS
+		p := point{x: float64(r.Concurrency), hookinbox: r.Rate}
+		switch {
+		case r.Drain != nil && r.Drain.Workers > 0:
+			p.x = float64(r.Drain.Workers)
+		case r.Forward != nil:
+			p.anchor = r.Forward.AcceptRate
+		case r.Mixed != nil:
+			p.x = float64(r.Mixed.Workers)
+			if r.Mixed.Sync != nil {
+				p.anchor = r.Mixed.Sync.RequestRate
+			}
+		case r.Pgbench != nil:
+			p.anchor = r.Pgbench.TPS
 		}
 		byMode[r.Mode] = append(byMode[r.Mode], p)
 	}
@@ -84,7 +112,7 @@ func draw(w io.Writer, byMode map[string][]point) {
 	}
 	sort.Strings(modes)
 	width := len(modes)*(panelW+margin) + margin
-	height := panelH + 2*margin + 30
+	height := panelH + 2*margin + 44
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", width, height)
 	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	for n, mode := range modes {
@@ -93,7 +121,7 @@ func draw(w io.Writer, byMode map[string][]point) {
 		ox, oy := float64(margin+n*(panelW+margin)), float64(margin)
 		panel(w, mode, pts, ox, oy)
 	}
-	fmt.Fprintf(w, `<text x="%d" y="%d"><tspan fill="#1f77b4">━ hookinbox</tspan>   <tspan fill="#d62728">┅ pgbench, same SQL, same run</tspan>   x: concurrency (senders, or workers for drain); y: per second</text>`+"\n",
+	fmt.Fprintf(w, `<text x="%d" y="%d"><tspan fill="#1f77b4">━ hookinbox</tspan>   <tspan fill="#d62728">┅ its anchor in the same run (under each panel)</tspan>   x: concurrency (senders, or workers for drain and mixed); y: per second</text>`+"\n",
 		margin, height-12)
 	fmt.Fprintln(w, "</svg>")
 }
@@ -102,7 +130,7 @@ func panel(w io.Writer, mode string, pts []point, ox, oy float64) {
 	maxX, maxY := 1.0, 1.0
 	for _, p := range pts {
 		maxX = math.Max(maxX, p.x)
-		maxY = math.Max(maxY, math.Max(p.hookinbox, p.pgbench))
+		maxY = math.Max(maxY, math.Max(p.hookinbox, p.anchor))
 	}
 	maxY = niceCeil(maxY)
 	// x on a log scale: concurrencies are 1, 2, 4, ... 256.
@@ -119,7 +147,10 @@ func panel(w io.Writer, mode string, pts []point, ox, oy float64) {
 		fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f</text>`+"\n", px(p.x), oy+panelH+14, p.x)
 	}
 	line(w, pts, px, py, func(p point) float64 { return p.hookinbox }, "#1f77b4", "")
-	line(w, pts, px, py, func(p point) float64 { return p.pgbench }, "#d62728", `stroke-dasharray="5,3"`)
+	line(w, pts, px, py, func(p point) float64 { return p.anchor }, "#d62728", `stroke-dasharray="5,3"`)
+	if a, ok := anchors[mode]; ok {
+		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="#d62728">┅ %s</text>`+"\n", ox, oy+panelH+30, a)
+	}
 }
 
 func line(w io.Writer, pts []point, px, py func(float64) float64, y func(point) float64, color, dash string) {
