@@ -223,7 +223,7 @@ every event was processed or delivered within --timeout), 1 otherwise, 2 usage e
 	fl.IntVar(&c.Workers, "workers", 4, "workers (worker.concurrency) of drain, forward and mixed")
 	fl.StringVar(&c.Sink, "sink", bench.SinkHTTP, "where --mode forward forwards: http (a sink in this process) or nats (a JetStream stream bench creates and deletes)")
 	fl.StringVar(&c.NATSURL, "nats-url", config.DefaultNATSURL, "the NATS server, with JetStream, of --sink nats")
-	fl.IntVar(&c.Dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward")
+	fl.IntVar(&c.Dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward and dispatch")
 	fl.IntVar(&c.SyncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
 	fl.IntVar(&c.AcceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
 	fl.StringVar(&c.Backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
