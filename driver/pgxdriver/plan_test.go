@@ -135,16 +135,18 @@ func aBacklogNeverAnalyzed(t *testing.T, db *testdb.DB) {
 var claimArgs = []any{[]string{"q"}, 60.0, 10, 25}
 
 // claimSortsTheBacklog reports whether query's plan, custom or generic, sorts the
-// pending rows instead of reading the partial index in order.
+// pending rows instead of reading the partial index in order, with the plans it read.
 func claimSortsTheBacklog(t *testing.T, db *testdb.DB, query string) (bool, string) {
 	t.Helper()
+	var plans []string
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		plan := planIn(t, db, mode, query, claimArgs...)
+		plans = append(plans, mode+":\n"+plan)
 		if strings.Contains(plan, "Sort") || !strings.Contains(plan, "Index Scan using hookinbox_inbox_unprocessed") {
-			return true, mode + ":\n" + plan
+			return true, strings.Join(plans, "\n")
 		}
 	}
-	return false, ""
+	return false, strings.Join(plans, "\n")
 }
 
 // On a table never analyzed, the claim reads the unprocessed index in available_at
@@ -169,8 +171,7 @@ func TestBrokenClaimWithAnyEndpoint_SortsTheBacklog(t *testing.T) {
 	if broken == sqlInboxClaim {
 		t.Fatal("the claim no longer has the predicate this variant replaces")
 	}
-	if sorts, _ := claimSortsTheBacklog(t, db, broken); !sorts {
-		t.Fatalf("with endpoint = ANY($1) the claim still reads the index in order; the test cannot show the trap:\n%s",
-			planIn(t, db, "force_custom_plan", broken, claimArgs...))
+	if sorts, plans := claimSortsTheBacklog(t, db, broken); !sorts {
+		t.Fatalf("with endpoint = ANY($1) the claim still reads the index in order; the test cannot show the trap:\n%s", plans)
 	}
 }
