@@ -601,7 +601,7 @@ func (e *executor) reviewGroups(ctx context.Context, query string, limit int, wh
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*driver.ReviewGroup, error) {
 		var g driver.ReviewGroup
-		dest := []any{&g.Endpoint, &g.Fingerprint, &g.Example, &g.ExamplePayload, &g.Count, &g.Oldest, &g.Newest}
+		dest := []any{&g.Endpoint, &g.Fingerprint, &g.Example, rawJSON(&g.ExamplePayload), &g.Count, &g.Oldest, &g.Newest}
 		if query == sqlConsoleOutboxReviewGroups {
 			dest = slices.Insert(dest, 1, any(&g.Destination))
 		}
@@ -661,7 +661,7 @@ func (e *executor) ConsoleCountReceipts(ctx context.Context, f *driver.ReceiptFi
 func (e *executor) ConsoleReceiptDetail(ctx context.Context, k hookinboxtype.Key) (*driver.ReceiptDetail, error) {
 	var d driver.ReceiptDetail
 	err := e.consoleQueryRow(ctx, sqlConsoleReceiptDetail, k.Provider, k.Endpoint, k.EventID).
-		Scan(&d.Request, &d.ConflictSHA256, &d.ConflictAt, &d.Origin)
+		Scan(rawJSON(&d.Request), &d.ConflictSHA256, &d.ConflictAt, &d.Origin)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

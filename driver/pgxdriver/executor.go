@@ -2,6 +2,7 @@ package pgxdriver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -413,7 +414,7 @@ func (e *executor) SetStatementTimeout(ctx context.Context, timeout time.Duratio
 // scanReceipt scans the column list shared by the receipt queries; no row is nil.
 func scanReceipt(row pgx.Row) (*hookinboxtype.Receipt, error) {
 	var r hookinboxtype.Receipt
-	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &r.Payload,
+	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, rawJSON(&r.Payload),
 		&r.ReceivedAt, &r.AvailableAt, &r.Attempts, &r.MaxAttempts, &r.LastError, &r.ProcessedAt,
 		&r.Outcome, &r.State, &r.BodySHA256, &r.Conflicts, &r.TraceParent)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -424,6 +425,13 @@ func scanReceipt(row pgx.Row) (*hookinboxtype.Receipt, error) {
 	}
 	return &r, nil
 }
+
+// rawJSON is where a json or jsonb column is scanned as it came: pgx copies the bytes
+// into a *[]byte, but decodes them with encoding/json (validating the document again
+// and copying it once more) into a *json.RawMessage. A worker scans each payload it
+// processes, and the dispatcher each message it publishes: the decode was about a
+// twentieth of the worker's CPU.
+func rawJSON(p *json.RawMessage) *[]byte { return (*[]byte)(p) }
 
 func nullString(s string) *string {
 	if s == "" {

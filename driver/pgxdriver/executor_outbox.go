@@ -148,7 +148,7 @@ func (e *executor) EffectRelease(ctx context.Context, key string, token int64) e
 
 func scanOutboxMessage(row pgx.CollectableRow) (*hookinboxtype.OutboxMessage, error) {
 	var m hookinboxtype.OutboxMessage
-	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, &m.Payload,
+	err := row.Scan(&m.ID, &m.AggregateType, &m.AggregateID, &m.EventType, rawJSON(&m.Payload),
 		&m.Source.Provider, &m.Source.Endpoint, &m.Source.EventID, &m.Destination,
 		&m.CreatedAt, &m.Attempts, &m.MaxAttempts, &m.FencingToken, &m.LastError, &m.PublishedAt, &m.State, &m.TraceParent)
 	return &m, err
