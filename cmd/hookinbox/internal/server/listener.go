@@ -41,6 +41,10 @@ type listenerConfig struct {
 	// progress instead of holding it, so that a flood of requests, each short,
 	// refuses the newcomers that arrive while they fill the cap.
 	closeNewest, refuseWhenBusy bool
+	// serveEvicted, the third, hands net/http the bytes a Read took from the kernel
+	// while the eviction took the connection, as Read once did: the request is then
+	// processed on a connection being closed, and its answer is lost.
+	serveEvicted bool
 }
 
 // limitListener accepts every connection but keeps at most max open. To admit one
@@ -340,13 +344,23 @@ const (
 )
 
 // Read marks the connection busy as soon as a request's first bytes arrive, before
-// net/http has parsed its headers: a request in progress is never evicted.
+// net/http has parsed its headers: a request in progress is never evicted. The
+// eviction can take the connection between the kernel's read and that mark (its
+// check for waiting bytes finds none: they were just read); then the bytes are
+// dropped and the connection reported closed, so that no request is processed on a
+// connection being closed, its answer lost after its receipt committed. The sender
+// sees the connection closed with nothing received, and delivers again.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.state.Load() == connIdle && c.state.CompareAndSwap(connIdle, connBusy) {
-		c.l.mu.Lock()
-		c.l.busyLocked(c)
-		c.l.mu.Unlock()
+	if n > 0 && c.state.Load() != connBusy {
+		switch {
+		case c.state.CompareAndSwap(connIdle, connBusy):
+			c.l.mu.Lock()
+			c.l.busyLocked(c)
+			c.l.mu.Unlock()
+		case c.state.Load() == connGone && !c.l.cfg.serveEvicted:
+			return 0, net.ErrClosed
+		}
 	}
 	return n, err
 }
