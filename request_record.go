@@ -95,16 +95,15 @@ func (i *Inbox[TTx]) recordRequest(r *http.Request, secretSlot int) []byte {
 			if size += len(name) + len(v); size > maxHeaderBytes {
 				break
 			}
-			switch {
-			case open:
-				b = append(b, ',')
-			case !first:
-				b = append(b, ',')
-				fallthrough
-			default:
+			if !open { // the name's first value kept: the name opens its list
+				if !first {
+					b = append(b, ',')
+				}
 				b = appendJSONString(b, name)
-				b = append(b, ":["...)
+				b = append(b, ':', '[')
 				open, first = true, false
+			} else {
+				b = append(b, ',')
 			}
 			b = appendJSONString(b, v)
 		}
