@@ -17,20 +17,7 @@ import (
 // serveEvicted, hands the bytes over.
 func TestListener_BytesReadAsTheEvictionTakesTheConnectionAreNotServed(t *testing.T) {
 	for _, broken := range []bool{false, true} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := newLimitListener(ln, listenerConfig{name: "main", max: 4, serveEvicted: broken}, slog.New(slog.DiscardHandler), NewMetrics())
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc := c.(*trackedConn)
+		_, tc, client := acceptedConn(t, listenerConfig{name: "main", max: 4, serveEvicted: broken})
 		if _, err := client.Write([]byte("POST /control HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")); err != nil {
 			t.Fatal(err)
 		}
@@ -49,32 +36,37 @@ func TestListener_BytesReadAsTheEvictionTakesTheConnectionAreNotServed(t *testin
 		if broken && !served {
 			t.Errorf("the broken variant served nothing (%v): the test cannot tell the two apart", err)
 		}
-		_ = tc.Close()
-		_ = client.Close()
-		_ = l.Close()
 	}
+}
+
+// acceptedConn returns a connection admitted by a limitListener of cfg, still idle,
+// and its client's end; both are closed with the test.
+func acceptedConn(t *testing.T, cfg listenerConfig) (*limitListener, *trackedConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(ln, cfg, slog.New(slog.DiscardHandler), NewMetrics())
+	t.Cleanup(func() { _ = l.Close() })
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return l, c.(*trackedConn), client
 }
 
 // TestListener_AnIdleConnectionsFirstBytesMarkItBusy: the ordinary case beside it. A
 // read of an admitted, idle connection hands its bytes over and takes it off the idle
 // list, so no eviction can take it afterwards.
 func TestListener_AnIdleConnectionsFirstBytesMarkItBusy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLimitListener(ln, listenerConfig{name: "main", max: 4}, slog.New(slog.DiscardHandler), NewMetrics())
-	defer l.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	l, c, client := acceptedConn(t, listenerConfig{name: "main", max: 4})
 	if got := l.idleCount(); got != 1 {
 		t.Fatalf("%d idle connections after the accept, want 1", got)
 	}
@@ -86,7 +78,7 @@ func TestListener_AnIdleConnectionsFirstBytesMarkItBusy(t *testing.T) {
 	if n, err := c.Read(buf); n == 0 || err != nil {
 		t.Fatalf("read %d bytes, %v", n, err)
 	}
-	if got, state := l.idleCount(), c.(*trackedConn).state.Load(); got != 0 || state != connBusy {
+	if got, state := l.idleCount(), c.state.Load(); got != 0 || state != connBusy {
 		t.Errorf("after its first bytes: %d idle connections, state %d; want 0 and busy", got, state)
 	}
 }
