@@ -153,7 +153,7 @@ func (r *Report) writeSettings(w io.Writer) {
 		if s.SettingsError != "" {
 			fmt.Fprintf(w, " (settings not read: %s)", s.SettingsError)
 		} else {
-			fmt.Fprintf(w, ", fsync=%s, synchronous_commit=%s, autovacuum=%s", s.Fsync, s.SynchronousCommit, s.Autovacuum)
+			fmt.Fprintf(w, ", fsync=%s, synchronous_commit=%s, autovacuum=%s, tls=%s", s.Fsync, s.SynchronousCommit, s.Autovacuum, s.TLS)
 		}
 		if s.PoolMaxConns > 0 {
 			fmt.Fprintf(w, ", pool_max_conns=%d", s.PoolMaxConns)

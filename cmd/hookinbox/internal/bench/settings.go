@@ -17,6 +17,12 @@ type Settings struct {
 	Fsync             string `json:"fsync,omitempty"`
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	Autovacuum        string `json:"autovacuum,omitempty"`
+	// TLS is "on" when bench's own connection to PostgreSQL is encrypted, else "off".
+	// The in-process server, the naive receiver and pgbench connect with the same URL,
+	// so its sslmode (libpq's and pgx's default, prefer, encrypts when the server
+	// offers TLS) decides for all of them; every round trip then pays for it on both
+	// sides, and a receiver that makes more round trips pays more.
+	TLS string `json:"tls,omitempty"`
 	// PoolMaxConns is the in-process server's pool size.
 	PoolMaxConns int32 `json:"pool_max_conns,omitempty"`
 	// SyncFlushers is --sync-flushers, when given.
@@ -56,6 +62,9 @@ func (s *Settings) checkpoint(ctx context.Context, admin *pgxpool.Pool) {
 
 const checkpointed = "before each run"
 
+// sqlConnectionTLS says whether this session's connection is encrypted.
+const sqlConnectionTLS = `SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)`
+
 func hostSettings() Settings {
 	s := Settings{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -81,6 +90,15 @@ func (s *Settings) readPostgres(ctx context.Context, admin *pgxpool.Pool, server
 			s.SettingsError = err.Error()
 			return
 		}
+	}
+	var tls bool
+	if err := admin.QueryRow(ctx, sqlConnectionTLS).Scan(&tls); err != nil {
+		s.SettingsError = err.Error()
+		return
+	}
+	s.TLS = "off"
+	if tls {
+		s.TLS = "on"
 	}
 	if serverURL != "" {
 		if pcfg, err := pgxpool.ParseConfig(serverURL); err == nil {
