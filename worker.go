@@ -249,7 +249,7 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*hookinboxtype
 		return nil, err
 	}
 	if skipRecheck {
-		locked = batch // the broken build (recheck_broken.go)
+		locked = unchecked(ctx, tx, batch) // the broken build (recheck_broken.go)
 	}
 	done := make(map[hookinboxtype.Key]bool, len(locked))
 	lockedKeys := make([]hookinboxtype.Key, 0, len(locked))
@@ -385,7 +385,7 @@ func (i *Inbox[TTx]) process(ctx context.Context, claimed *hookinboxtype.Receipt
 		return err
 	}
 	if skipRecheck {
-		locked = []*hookinboxtype.Receipt{claimed} // the broken build (recheck_broken.go)
+		locked = unchecked(ctx, tx, []*hookinboxtype.Receipt{claimed}) // the broken build (recheck_broken.go)
 	}
 	if len(locked) == 0 {
 		return errAlreadyProcessed
@@ -405,6 +405,20 @@ func (i *Inbox[TTx]) process(ctx context.Context, claimed *hookinboxtype.Receipt
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// unchecked is the broken build's stand-in for the lock (recheck_broken.go): the
+// claimed receipts, processed since or not, with the payloads a claim does not carry.
+func unchecked(ctx context.Context, ex driver.Executor, claimed []*hookinboxtype.Receipt) []*hookinboxtype.Receipt {
+	out := make([]*hookinboxtype.Receipt, len(claimed))
+	for n, c := range claimed {
+		r := *c
+		if now, err := ex.InboxGet(ctx, c.Key); err == nil && now != nil {
+			r.Payload = now.Payload
+		}
+		out[n] = &r
+	}
+	return out
 }
 
 // jitter returns d ± 20%, so that idle workers of many processes do not poll in step.

@@ -95,6 +95,10 @@ type Executor interface {
 	// MaxAttempts with them and hides them for the lease, in one statement. It returns
 	// none when there are none. A pending receipt found with MaxAttempts attempts used
 	// (its worker died during the last one) is put to review on the way, not returned.
+	// The receipts carry no payload (Payload is empty): the transaction that processes
+	// them reads it, with InboxLockUnprocessed. A claim that carried it would read,
+	// send and decode every payload twice (measured: about a tenth of the async
+	// path's CPU, docs/BENCHMARKS.md).
 	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*hookinboxtype.Receipt, error)
 
 	// InboxExtendLease makes the pending receipts of keys unavailable to other workers

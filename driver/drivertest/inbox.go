@@ -349,6 +349,9 @@ func testInboxClaimOldestFirst[TTx any](t *testing.T, b *bundle[TTx]) {
 			t.Fatalf("claimed %s: attempts=%d max_attempts=%d state=%s available_at=%v, want 1, 3, pending and leased for a minute",
 				r.EventID, r.Attempts, r.MaxAttempts, r.State, r.AvailableAt)
 		}
+		if len(r.Payload) != 0 {
+			t.Fatalf("claimed %s with its payload %s: a claim returns none (the processing transaction's lock reads it)", r.EventID, r.Payload)
+		}
 		got = append(got, r.EventID)
 	}
 	if fmt.Sprint(got) != "[evt_old evt_new]" {

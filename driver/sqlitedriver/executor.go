@@ -375,7 +375,9 @@ func scanReceipt(row scanner) (*hookinboxtype.Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Payload = []byte(payload)
+	if payload != "" { // a claim's receipts have none; a stored payload is never ""
+		r.Payload = []byte(payload)
+	}
 	r.ReceivedAt, r.AvailableAt = fromMicros(received), fromMicros(available)
 	r.ProcessedAt = fromNullMicros(processed)
 	return &r, nil

@@ -109,8 +109,9 @@ UPDATE hookinbox_inbox
  WHERE hookinbox_inbox.rowid = picked.rid
 RETURNING ` + sqlClaimedReceiptColumns
 
-	// sqlReceiptColumns, with a parked row's state read as 'paused'.
-	sqlClaimedReceiptColumns = `provider, endpoint, event_id, event_type, payload, received_at, available_at,
+	// sqlReceiptColumns, with a parked row's state read as 'paused' and no payload
+	// (scanned as none): the processing transaction's lock reads it.
+	sqlClaimedReceiptColumns = `provider, endpoint, event_id, event_type, '', received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
        coalesce(outcome, ''), CASE WHEN available_at = ?5 THEN 'paused' ELSE state END, body_sha256, conflicts,
        coalesce(trace_parent, '')`
