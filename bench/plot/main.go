@@ -3,8 +3,9 @@
 // where the report has one, its anchor in the same run. The anchor is pgbench on the
 // same SQL for accept and sync, the accept rate of the same run for forward (delivered
 // against accepted), and the sync billing endpoint for mixed (processed while
-// accepting against sync). The x axis is the senders, or the workers for drain and
-// mixed.
+// accepting against sync). Accept and sync also draw the naive receiver of the same
+// run (net/http and pgx, one transaction per request), where the report has one. The
+// x axis is the senders, or the workers for drain and mixed.
 //
 //	go run ./bench/plot bench/results/*.json > docs/benchmarks.svg
 package main
@@ -29,6 +30,9 @@ type report struct {
 	Pgbench *struct {
 		TPS float64 `json:"tps"`
 	} `json:"pgbench"`
+	Naive *struct {
+		RequestRate float64 `json:"request_rate"`
+	} `json:"naive"`
 	Forward *struct {
 		AcceptRate float64 `json:"accept_rate"`
 	} `json:"forward"`
@@ -40,8 +44,9 @@ type report struct {
 	} `json:"mixed"`
 }
 
-// point is one report: hookinbox's rate and its anchor's (0: none) at x.
-type point struct{ x, hookinbox, anchor float64 }
+// point is one report: hookinbox's rate, its anchor's and the naive receiver's (0:
+// none) at x.
+type point struct{ x, hookinbox, anchor, naive float64 }
 
 // anchors names each mode's anchor, under its panel.
 var anchors = map[string]string{
@@ -96,6 +101,9 @@ func read(path string, byMode map[string][]point) error {
 		case r.Pgbench != nil:
 			p.anchor = r.Pgbench.TPS
 		}
+		if r.Naive != nil {
+			p.naive = r.Naive.RequestRate
+		}
 		byMode[r.Mode] = append(byMode[r.Mode], p)
 	}
 }
@@ -121,7 +129,7 @@ func draw(w io.Writer, byMode map[string][]point) {
 		ox, oy := float64(margin+n*(panelW+margin)), float64(margin)
 		panel(w, mode, pts, ox, oy)
 	}
-	fmt.Fprintf(w, `<text x="%d" y="%d"><tspan fill="#1f77b4">━ hookinbox</tspan>   <tspan fill="#d62728">┅ its anchor in the same run (under each panel)</tspan>   x: concurrency (senders, or workers for drain and mixed); y: per second</text>`+"\n",
+	fmt.Fprintf(w, `<text x="%d" y="%d"><tspan fill="#1f77b4">━ hookinbox</tspan>   <tspan fill="#d62728">┅ its anchor in the same run (under each panel)</tspan>   <tspan fill="#2ca02c">┄ the naive receiver, same run</tspan>   x: concurrency (senders, or workers for drain and mixed); y: per second</text>`+"\n",
 		margin, height-12)
 	fmt.Fprintln(w, "</svg>")
 }
@@ -130,7 +138,7 @@ func panel(w io.Writer, mode string, pts []point, ox, oy float64) {
 	maxX, maxY := 1.0, 1.0
 	for _, p := range pts {
 		maxX = math.Max(maxX, p.x)
-		maxY = math.Max(maxY, math.Max(p.hookinbox, p.anchor))
+		maxY = math.Max(maxY, math.Max(p.hookinbox, math.Max(p.anchor, p.naive)))
 	}
 	maxY = niceCeil(maxY)
 	// x on a log scale: concurrencies are 1, 2, 4, ... 256.
@@ -148,8 +156,15 @@ func panel(w io.Writer, mode string, pts []point, ox, oy float64) {
 	}
 	line(w, pts, px, py, func(p point) float64 { return p.hookinbox }, "#1f77b4", "")
 	line(w, pts, px, py, func(p point) float64 { return p.anchor }, "#d62728", `stroke-dasharray="5,3"`)
+	line(w, pts, px, py, func(p point) float64 { return p.naive }, "#2ca02c", `stroke-dasharray="2,3"`)
 	if a, ok := anchors[mode]; ok {
 		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="#d62728">┅ %s</text>`+"\n", ox, oy+panelH+30, a)
+	}
+	for _, p := range pts {
+		if p.naive > 0 {
+			fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="#2ca02c">┄ naive receiver: net/http + pgx, one transaction per request</text>`+"\n", ox, oy+panelH+44)
+			break
+		}
 	}
 }
 
