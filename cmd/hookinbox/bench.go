@@ -30,8 +30,8 @@ in-process server's group commits (how many, and their mean size), where the CPU
 time went, and the settings it ran under (PostgreSQL's version, fsync,
 synchronous_commit and autovacuum, whether the connection is encrypted (tls: the
 URL's sslmode decides, for the server, the naive receiver and pgbench alike), the
-pool size, the machine's cores, GOMAXPROCS and load average). --json prints all of
-it as one JSON object.
+pool size, the machine's cores, GOMAXPROCS, GOGC and GOMEMLIMIT when set, and load
+average). --json prints all of it as one JSON object.
 
 The cpu line (Linux, from /proc) is the CPU time per request of bench's own process
 (the load generator, and the in-process server when there is one) and, when the

@@ -178,6 +178,12 @@ func (r *Report) writeSettings(w io.Writer) {
 		fmt.Fprintf(w, "%-10s unknown (--url without --database-url)\n", "database")
 	}
 	fmt.Fprintf(w, "%-10s %d cores, GOMAXPROCS=%d, %s", "machine", s.Cores, s.GOMAXPROCS, s.GoVersion)
+	if s.GOGC != "" {
+		fmt.Fprintf(w, ", GOGC=%s", s.GOGC)
+	}
+	if s.GOMEMLIMIT != "" {
+		fmt.Fprintf(w, ", GOMEMLIMIT=%s", s.GOMEMLIMIT)
+	}
 	if s.LoadAverage > 0 {
 		fmt.Fprintf(w, ", load average %.2f before the run", s.LoadAverage)
 	}

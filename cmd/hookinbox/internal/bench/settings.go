@@ -34,6 +34,10 @@ type Settings struct {
 	Cores          int    `json:"cores"`
 	GOMAXPROCS     int    `json:"gomaxprocs"`
 	GoVersion      string `json:"go_version"`
+	// GOGC and GOMEMLIMIT are the environment's, when set: they move a run's CPU per
+	// request (GOGC=200 took a tenth off bench's process at accept, docs/BENCHMARKS.md).
+	GOGC       string `json:"gogc,omitempty"`
+	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
 	// LoadAverage is the machine's 1-minute load average before the run (Linux): on a
 	// machine that other work shares, the figures are of what was left.
 	LoadAverage float64 `json:"load_average,omitempty"`
@@ -66,7 +70,8 @@ const checkpointed = "before each run"
 const sqlConnectionTLS = `SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)`
 
 func hostSettings() Settings {
-	s := Settings{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
+	s := Settings{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		GOGC: os.Getenv("GOGC"), GOMEMLIMIT: os.Getenv("GOMEMLIMIT")}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			s.LoadAverage, _ = strconv.ParseFloat(f[0], 64)
