@@ -363,10 +363,9 @@ type scanner interface {
 // scanReceipt scans the column list shared by the receipt queries; no row is nil.
 func scanReceipt(row scanner) (*hookinboxtype.Receipt, error) {
 	var r hookinboxtype.Receipt
-	var payload string
 	var received, available int64
 	var processed sql.NullInt64
-	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, &payload,
+	err := row.Scan(&r.Provider, &r.Endpoint, &r.EventID, &r.EventType, (*[]byte)(&r.Payload), // NULL: none
 		&received, &available, &r.Attempts, &r.MaxAttempts, &r.LastError, &processed, &r.Outcome, &r.State,
 		&r.BodySHA256, &r.Conflicts, &r.TraceParent)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -374,9 +373,6 @@ func scanReceipt(row scanner) (*hookinboxtype.Receipt, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if payload != "" { // a claim's receipts have none; a stored payload is never ""
-		r.Payload = []byte(payload)
 	}
 	r.ReceivedAt, r.AvailableAt = fromMicros(received), fromMicros(available)
 	r.ProcessedAt = fromNullMicros(processed)

@@ -110,8 +110,8 @@ UPDATE hookinbox_inbox
 RETURNING ` + sqlClaimedReceiptColumns
 
 	// sqlReceiptColumns, with a parked row's state read as 'paused' and no payload
-	// (scanned as none): the processing transaction's lock reads it.
-	sqlClaimedReceiptColumns = `provider, endpoint, event_id, event_type, '', received_at, available_at,
+	// (NULL, scanned as none): the processing transaction's lock reads it.
+	sqlClaimedReceiptColumns = `provider, endpoint, event_id, event_type, NULL, received_at, available_at,
        attempts, coalesce(max_attempts, 0), coalesce(last_error, ''), processed_at,
        coalesce(outcome, ''), CASE WHEN available_at = ?5 THEN 'paused' ELSE state END, body_sha256, conflicts,
        coalesce(trace_parent, '')`
