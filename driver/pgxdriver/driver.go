@@ -1,7 +1,9 @@
 // Package pgxdriver is hookinbox's PostgreSQL driver, over pgx v5. Handlers receive a
 // pgx.Tx.
 //
-//	pool, err := pgxpool.New(ctx, "postgres://127.0.0.1:5432/app")
+//	cfg, err := pgxpool.ParseConfig("postgres://127.0.0.1:5432/app")
+//	pgxdriver.ConfigurePool(cfg) // optional: see its doc
+//	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 //	inbox, err := hookinbox.New(pgxdriver.New(pool), &hookinbox.Config{...})
 package pgxdriver
 

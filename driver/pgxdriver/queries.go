@@ -20,6 +20,10 @@ CREATE TABLE IF NOT EXISTS %s (
 
 	sqlMigrationRecord = `INSERT INTO %s (version, name) VALUES ($1, $2)`
 
+	// ConfigurePool's statement: the server process allocates a 1 MiB text and frees
+	// it with the statement, which raises glibc's malloc trim threshold in that process.
+	sqlReadyBackend = `SELECT length(repeat('x', 1048576))`
+
 	// Statements that should read the unprocessed rows through the partial index
 	// hookinbox_inbox_unprocessed repeat its "available_at IS NOT NULL"; lookups by key
 	// do not, so that they always use the primary key (see migration 003).

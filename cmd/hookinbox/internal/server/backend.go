@@ -122,6 +122,7 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 			pcfg.MaxConns = poolSize(cfg)
 		}
 		traceDB(pcfg, opts)
+		pgxdriver.ConfigurePool(pcfg)
 		var dcfg pgxdriver.Config
 		if cfg.ListenerDatabaseURL != "" {
 			if dcfg.ListenConnConfig, err = pgx.ParseConfig(cfg.ListenerDatabaseURL); err != nil {
