@@ -5,6 +5,12 @@
 # (a CI setting); a queue must be measured both ways.
 #
 #   ./bench/private-postgres.sh [PORT] [start|stop]     (defaults: 15433 start)
+#
+# FSYNC_DELAY_US=N makes each fsync and fdatasync of that server take N µs longer
+# (bench/fsyncdelay, an LD_PRELOAD library built here with cc): the commit latency
+# of a slower disk, a network volume's, on a machine whose disk is fast. The sleep
+# costs no CPU. Measure what a commit then costs with the same library:
+#   LD_PRELOAD=/tmp/hookinbox-bench-pg-PORT/fsyncdelay.so FSYNC_DELAY_US=N pg_test_fsync -s 1
 set -euo pipefail
 port=${1:-15433} action=${2:-start}
 dir=/tmp/hookinbox-bench-pg-$port
@@ -23,7 +29,12 @@ fi
 if ! pg_isready -q -h 127.0.0.1 -p "$port"; then
   rm -rf "$dir" && mkdir -p "$dir" && { [ "$(id -u)" != 0 ] || chown postgres "$dir"; }
   "${as[@]}" "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust >/dev/null
-  "${as[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
+  preload=()
+  if [ "${FSYNC_DELAY_US:-0}" != 0 ]; then
+    cc -shared -fPIC -O2 -o "$dir/fsyncdelay.so" "$(dirname "$0")/fsyncdelay/fsyncdelay.c" -ldl
+    preload=(env LD_PRELOAD="$dir/fsyncdelay.so" FSYNC_DELAY_US="$FSYNC_DELAY_US")
+  fi
+  "${as[@]}" "${preload[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
     -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=300 -c autovacuum=on -c fsync=on -c synchronous_commit=on -c shared_buffers=256MB" \
     start >/dev/null
 fi
