@@ -37,7 +37,12 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pgxpool.New(ctx, env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+	cfg, err := pgxpool.ParseConfig(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+	if err != nil {
+		return err
+	}
+	pgxdriver.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
