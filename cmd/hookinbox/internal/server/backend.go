@@ -100,6 +100,22 @@ type OpenOptions struct {
 	TraceDB bool
 }
 
+// poolConfig is the PostgreSQL pool's config: db's URL, sized for cfg unless the URL
+// sizes it, traced as opts asks, and each new connection readied for hookinbox's
+// transactions (pgxdriver.ConfigurePool).
+func poolConfig(db config.Database, cfg *config.Config, opts OpenOptions) (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
+	}
+	if !strings.Contains(db.URL, "pool_max_conns") {
+		pcfg.MaxConns = poolSize(cfg)
+	}
+	traceDB(pcfg, opts)
+	pgxdriver.ConfigurePool(pcfg)
+	return pcfg, nil
+}
+
 // Open opens db and builds an inbox for cfg's endpoints, with the built-in handlers
 // on that database's driver. Close releases the connections.
 //
@@ -114,15 +130,10 @@ func Open(ctx context.Context, db config.Database, cfg *config.Config, opts Open
 	}
 	switch db.Driver {
 	case config.DriverPostgres:
-		pcfg, err := pgxpool.ParseConfig(db.URL)
+		pcfg, err := poolConfig(db, cfg, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupportedDatabase, err) // pgx redacts the password
+			return nil, err
 		}
-		if !strings.Contains(db.URL, "pool_max_conns") {
-			pcfg.MaxConns = poolSize(cfg)
-		}
-		traceDB(pcfg, opts)
-		pgxdriver.ConfigurePool(pcfg)
 		var dcfg pgxdriver.Config
 		if cfg.ListenerDatabaseURL != "" {
 			if dcfg.ListenConnConfig, err = pgx.ParseConfig(cfg.ListenerDatabaseURL); err != nil {
