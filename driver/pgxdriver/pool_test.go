@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,27 +18,6 @@ import (
 // own hook refuses the connection. What the statement does to the server's malloc is
 // measured (docs/BENCHMARKS.md), not asserted.
 
-// statementLog records the statements a pool's connections send, in order.
-type statementLog struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, data.SQL)
-	return ctx
-}
-
-func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (l *statementLog) statements() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.sql)
-}
-
 const ownHookSQL = "SELECT 'the application''s own hook'"
 
 // checkNewConnection opens a pool whose config has an own AfterConnect (failing with
@@ -49,7 +27,7 @@ func checkNewConnection(t *testing.T, configure func(*pgxpool.Config), ownErr er
 	t.Helper()
 	db := testdb.New(t, testdb.Options{MaxConns: 1})
 	cfg := db.Config(t)
-	log := &statementLog{}
+	log := &testdb.Statements{}
 	cfg.ConnConfig.Tracer = log
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Exec(ctx, ownHookSQL); err != nil {
@@ -65,7 +43,7 @@ func checkNewConnection(t *testing.T, configure func(*pgxpool.Config), ownErr er
 	defer pool.Close()
 	var one int
 	err = pool.QueryRow(context.Background(), "SELECT 1").Scan(&one)
-	got := log.statements()
+	got := log.SQL()
 	switch {
 	case ownErr != nil && !errors.Is(err, ownErr):
 		return fmt.Errorf("the own hook failed with %v, and the connection gave %v", ownErr, err)
