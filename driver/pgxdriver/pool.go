@@ -13,13 +13,13 @@ import (
 // own. An AfterConnect already in cfg is kept and runs first.
 //
 // Each new connection has its server process allocate one block of 1 MiB and free it
-// at once (sqlReadyBackend). That leaves no session state: on a server linked with
+// at once (sqlReadyBackend). It leaves no session state. On a server linked with
 // glibc (most Linux builds), freeing a block that large raises the process's malloc
 // trim threshold to twice its size, for the life of the process. Below that
 // threshold, a backend whose transaction allocates a little more than 128 KiB, as a
 // group of hookinbox's statements can, gives the memory back to the kernel at each
-// commit and asks for it again at the next transaction: brk calls that flush the TLB
-// of every core. Measured in bench's sync mode at 8 senders, that was half of
+// commit and asks for it again at the next transaction: brk calls, each shrink
+// interrupting the other cores to flush their TLBs. Measured in bench's sync mode at 8 senders, that was half of
 // PostgreSQL's CPU per request (docs/BENCHMARKS.md, "PostgreSQL's malloc").
 //
 // The cost is one statement per new connection, and up to 2 MiB of freed memory a
