@@ -102,8 +102,8 @@ type Executor interface {
 	InboxClaim(ctx context.Context, params *InboxClaimParams) ([]*hookinboxtype.Receipt, error)
 
 	// InboxExtendLease makes the pending receipts of keys unavailable to other workers
-	// for Lease from now, as a claim does, without counting an attempt. It returns how
-	// many it extended.
+	// for Lease from now, as a claim does, without counting an attempt; a parked
+	// receipt (available at ParkedAt) stays parked. It returns how many it extended.
 	InboxExtendLease(ctx context.Context, keys []hookinboxtype.Key, lease time.Duration) (int, error)
 
 	// InboxRecordFailure stores the error of a failed attempt and its fingerprint, only

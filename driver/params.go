@@ -28,6 +28,16 @@ type InboxInsertParams struct {
 	// MaxAttempts is the receiver's attempt limit, stored with the row.
 	MaxAttempts int
 
+	// Lease, when positive, stores the receipt claimed by its receiver's own workers,
+	// as InboxClaim would at once: its first attempt counted and the row unavailable
+	// to claims for Lease, so that the workers process it without a claim (Attempts
+	// and Delay are then not used). A receipt of an endpoint that is paused at the
+	// insert is parked instead (available at ParkedAt, no attempt counted), as a
+	// claim would park it: the workers' lock then returns it with that AvailableAt,
+	// and they leave it to the resume. The paused endpoints are read as the claim
+	// reads them (a pause that commits during the insert may miss it).
+	Lease time.Duration
+
 	// BodySHA256 is the SHA-256 of the body as received, stored to tell a later
 	// delivery of the key with another body.
 	BodySHA256 []byte

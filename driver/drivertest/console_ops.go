@@ -26,6 +26,8 @@ func consoleOpsBehaviours[TTx any]() []behaviour[TTx] {
 	return []behaviour[TTx]{
 		{method: "ConsoleEndpointStates", name: "PauseParksWhatWaitsAndResumeReleasesIt", run: ops(pauseParksAndResumeReleases)},
 		{method: "OutboxClaim", name: "PausedEndpointsOutboxMessagesWait", run: ops(pausedOutboxWaits)},
+		{method: "InboxInsertMany", name: "LeasedReceiptsCountTheirAttemptOrParkWhilePaused", run: ops(leasedInsert)},
+		{method: "InboxExtendLease", name: "LeavesParkedReceiptsParked", run: ops(leasedInsert)},
 		{method: "ConsoleSeedEndpoints", name: "StoresDefaultsOnlyForEndpointsWithoutState", run: ops(seedKeepsStoredState)},
 		{method: "ConsoleApply", name: "RedeliverKeepsTheIdAndTheIdempotencyKey", run: ops(redeliverKeepsKey)},
 		{method: "ConsoleOutboxReviewGroups", name: "OutboxFailuresGroupAndBulkActionsTakeTheirFilter", run: ops(outboxGroupsAndBulk)},
@@ -196,6 +198,69 @@ func pauseParksAndResumeReleases(t *testing.T, b *opsBundle) {
 	}
 	if n := b.apply(t, &driver.ConsoleAction{Action: driver.ActionResume, Endpoint: "never-paused"}); n != 0 {
 		t.Errorf("resuming an endpoint without state changed %d", n)
+	}
+}
+
+// leasedInsert checks InboxInsertParams.Lease: a leased receipt is stored as a claim
+// leaves one (attempt counted, hidden for the lease, pending even at an attempt limit
+// of 1), one of a paused endpoint as a claim parks one, and neither an extension nor
+// the lock takes it out of its parking.
+func leasedInsert(t *testing.T, b *opsBundle) {
+	leased := func(endpoint, id string, maxAttempts int) *driver.InboxInsertParams {
+		return &driver.InboxInsertParams{Key: opsKey(endpoint, id), EventType: "invoice.paid", Payload: []byte(`{}`),
+			MaxAttempts: maxAttempts, Lease: time.Minute}
+	}
+	before := time.Now()
+	inserted, err := b.ex.InboxInsertMany(b.ctx, []*driver.InboxInsertParams{leased("b", "b1", 1), leased("b", "b2", 3)})
+	if err != nil || !slices.Equal(inserted, []bool{true, true}) {
+		t.Fatalf("leased insert: %v %v", inserted, err)
+	}
+	if ok, err := b.ex.InboxInsert(b.ctx, leased("b", "b3", 3)); err != nil || !ok {
+		t.Fatalf("one leased insert: %v %v", ok, err)
+	}
+	if ok, err := b.ex.InboxInsert(b.ctx, leased("b", "b3", 3)); err != nil || ok {
+		t.Fatalf("a leased insert of a stored key: %v %v, want a duplicate", ok, err)
+	}
+	for _, id := range []string{"b1", "b2", "b3"} {
+		r := b.get(t, opsKey("b", id))
+		if r.Attempts != 1 || r.State != hookinboxtype.StatePending || r.AvailableAt.Before(before.Add(50*time.Second)) ||
+			r.AvailableAt.After(time.Now().Add(70*time.Second)) {
+			t.Fatalf("%s: attempts %d state %s available %v, want 1, pending, a minute from the insert", id, r.Attempts, r.State, r.AvailableAt)
+		}
+	}
+	if got := b.claim(t, "b"); len(got) != 0 {
+		t.Fatalf("a claim took leased receipts: %v", opsIDs(got))
+	}
+
+	b.apply(t, &driver.ConsoleAction{Action: driver.ActionPause, Endpoint: "a"})
+	if _, err := b.ex.InboxInsertMany(b.ctx, []*driver.InboxInsertParams{leased("a", "a1", 3), leased("b", "b4", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.get(t, opsKey("a", "a1")); !r.AvailableAt.Equal(driver.ParkedAt) || r.Attempts != 0 || r.State != hookinboxtype.StatePending {
+		t.Fatalf("a1 leased while a is paused: available %v attempts %d state %s, want parked, no attempt, pending", r.AvailableAt, r.Attempts, r.State)
+	}
+	if r := b.get(t, opsKey("b", "b4")); r.Attempts != 1 || r.AvailableAt.Equal(driver.ParkedAt) {
+		t.Fatalf("b4, beside a1 but of a running endpoint: attempts %d available %v, want leased", r.Attempts, r.AvailableAt)
+	}
+	if n, err := b.ex.InboxExtendLease(b.ctx, []hookinboxtype.Key{opsKey("a", "a1"), opsKey("b", "b1")}, 0); err != nil || n != 1 {
+		t.Fatalf("extending a parked and a leased receipt: %d %v, want 1 (the leased one)", n, err)
+	}
+	if r := b.get(t, opsKey("a", "a1")); !r.AvailableAt.Equal(driver.ParkedAt) {
+		t.Fatalf("a1 after an extension: available %v, want still parked", r.AvailableAt)
+	}
+	locked, err := b.ex.InboxLockUnprocessed(b.ctx, []hookinboxtype.Key{opsKey("a", "a1")})
+	if err != nil || len(locked) != 1 || !locked[0].AvailableAt.Equal(driver.ParkedAt) {
+		t.Fatalf("lock of a1: %v %v, want it, parked", locked, err)
+	}
+	if got := opsIDs(b.claim(t, "a", "b")); !slices.Equal(got, []string{"b1"}) {
+		t.Fatalf("claim while a is paused: %v, want [b1] (its lease ended by the extension)", got)
+	}
+	if n := b.apply(t, &driver.ConsoleAction{Action: driver.ActionResume, Endpoint: "a"}); n != 1 {
+		t.Fatalf("resume changed %d, want 1", n)
+	}
+	got := b.claim(t, "a")
+	if len(got) != 1 || got[0].EventID != "a1" || got[0].Attempts != 1 {
+		t.Fatalf("claim after the resume: %v, want a1 at its first attempt", got)
 	}
 }
 

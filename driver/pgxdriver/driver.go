@@ -101,6 +101,13 @@ func (e *executorTx) Savepoint(ctx context.Context) error {
 
 // SavepointInboxInsert sends the savepoint and the insert as one pipelined batch.
 func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	if p.Lease > 0 {
+		inserted, err := e.SavepointInboxInsertMany(ctx, []*driver.InboxInsertParams{p})
+		if err != nil {
+			return false, err
+		}
+		return inserted[0], nil
+	}
 	b := &pgx.Batch{}
 	b.Queue(sqlSavepoint)
 	b.Queue(sqlInboxInsert, inboxInsertArgs(p)...)
@@ -128,13 +135,13 @@ func (e *executorTx) SavepointInboxInsert(ctx context.Context, p *driver.InboxIn
 
 // SavepointInboxInsertMany sends the savepoint and the insert as one pipelined batch.
 func (e *executorTx) SavepointInboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
-	args, position, err := inboxInsertManyArgs(ps)
+	query, args, position, err := inboxInsertManyArgs(ps)
 	if err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlSavepoint)
-	b.Queue(sqlInboxInsertMany, args...)
+	b.Queue(query, args...)
 	br, err := e.sendBatch(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrSavepoint, err)

@@ -24,6 +24,13 @@ type executor struct {
 }
 
 func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	if p.Lease > 0 {
+		inserted, err := e.InboxInsertMany(ctx, []*driver.InboxInsertParams{p})
+		if err != nil {
+			return false, err
+		}
+		return inserted[0], nil
+	}
 	var inserted bool
 	err := e.db.QueryRow(ctx, sqlInboxInsert, inboxInsertArgs(p)...).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -57,11 +64,11 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	args, position, err := inboxInsertManyArgs(ps)
+	query, args, position, err := inboxInsertManyArgs(ps)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.db.Query(ctx, sqlInboxInsertMany, args...)
+	rows, err := e.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(fmt.Errorf("error inserting receipts: %w", err))
 	}
@@ -70,8 +77,9 @@ func (e *executor) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsert
 
 // inboxInsertManyArgs binds a batch of receipts as sqlInboxInsertMany's arrays, in key
 // order (concurrent batches then take their rows' locks in one order, and cannot
-// deadlock), with each key's position in ps.
-func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxtype.Key]int, error) {
+// deadlock), with each key's position in ps; a batch with a leased receipt takes
+// sqlInboxInsertManyLeased, which it returns instead.
+func inboxInsertManyArgs(ps []*driver.InboxInsertParams) (string, []any, map[hookinboxtype.Key]int, error) {
 	n := len(ps)
 	order := make([]int, n)
 	for i := range order {
@@ -85,20 +93,27 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxty
 		hashes           = make([][]byte, n)
 		attempts, limits = make([]int32, n), make([]int32, n)
 		delays           = make([]float64, n)
-		traces           []string // nil (NULL, which unnest pads) while no receipt has one
+		leases           []float64 // nil while no receipt is leased: then the plain statement
+		traces           []string  // nil (NULL, which unnest pads) while no receipt has one
 		requests         []*string
 		position         = make(map[hookinboxtype.Key]int, n)
 	)
 	for j, i := range order {
 		p := ps[i]
 		if _, dup := position[p.Key]; dup {
-			return nil, nil, fmt.Errorf("error inserting receipts: key %v twice in one batch", p.Key)
+			return "", nil, nil, fmt.Errorf("error inserting receipts: key %v twice in one batch", p.Key)
 		}
 		position[p.Key] = i
 		providers[j], endpoints[j], ids[j], types[j] = p.Provider, p.Endpoint, p.EventID, p.EventType
 		payloads[j], outcomes[j], errs[j] = string(p.Payload), p.Outcome, p.LastError
 		processed[j], attempts[j], limits[j], delays[j] = p.Processed, int32(p.Attempts), int32(max(p.MaxAttempts, 0)), p.Delay.Seconds()
 		hashes[j] = p.BodySHA256
+		if p.Lease > 0 {
+			if leases == nil {
+				leases = make([]float64, n)
+			}
+			leases[j] = p.Lease.Seconds()
+		}
 		if p.TraceParent != "" {
 			if traces == nil {
 				traces = make([]string, n)
@@ -112,8 +127,12 @@ func inboxInsertManyArgs(ps []*driver.InboxInsertParams) ([]any, map[hookinboxty
 			requests[j] = nullBytes(p.Request)
 		}
 	}
-	return []any{providers, endpoints, ids, types, payloads, processed, outcomes,
-		attempts, errs, delays, limits, hashes, traces, requests}, position, nil
+	args := []any{providers, endpoints, ids, types, payloads, processed, outcomes,
+		attempts, errs, delays, limits, hashes, traces, requests}
+	if leases != nil {
+		return sqlInboxInsertManyLeased, append(args, leases), position, nil
+	}
+	return sqlInboxInsertMany, args, position, nil
 }
 
 // scanInserted reads sqlInboxInsertMany's RETURNING: the keys inserted, in no

@@ -71,6 +71,46 @@ SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING provider, endpoint, event_id`
 
+	// sqlInboxInsertMany with receipts leased at once (InboxInsertParams.Lease, the
+	// 15th array): a leased row counts its first attempt and is available when its
+	// lease ends, as a claim leaves it; one of a paused endpoint is parked, as a claim
+	// parks it, and the paused endpoints are read as the claim reads them.
+	sqlInboxInsertManyLeased = `
+WITH b AS MATERIALIZED (
+    SELECT *
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
+                  $8::integer[], $9::text[], $10::float8[], $11::integer[], $12::bytea[], $13::text[], $14::text[],
+                  $15::float8[])
+           WITH ORDINALITY AS b(provider, endpoint, event_id, event_type, payload, processed, outcome,
+                                attempts, last_error, delay, max_attempts, body_sha256, trace_parent, request, lease, n)
+), paused AS MATERIALIZED (
+    SELECT endpoint FROM hookinbox_endpoint
+     WHERE paused AND endpoint IN (SELECT endpoint FROM b WHERE lease > 0)
+       FOR SHARE
+)
+INSERT INTO hookinbox_inbox
+       (provider, endpoint, event_id, event_type, payload,
+        processed_at, outcome, attempts, last_error, available_at, max_attempts, state, body_sha256, trace_parent,
+        request)
+SELECT b.provider, b.endpoint, b.event_id, b.event_type, b.payload::jsonb,
+       CASE WHEN b.processed THEN now() END, nullif(b.outcome, ''),
+       CASE WHEN b.lease <= 0 THEN b.attempts
+            WHEN b.endpoint IN (SELECT endpoint FROM paused) THEN 0
+            ELSE 1 END,
+       nullif(b.last_error, ''),
+       CASE WHEN b.lease <= 0 THEN now() + make_interval(secs => b.delay)
+            WHEN b.endpoint IN (SELECT endpoint FROM paused) THEN '9999-01-01 00:00:00+00'
+            ELSE now() + make_interval(secs => b.lease) END,
+       nullif(b.max_attempts, 0),
+       CASE WHEN b.processed THEN 'processed'
+            WHEN b.lease <= 0 AND b.max_attempts > 0 AND b.attempts >= b.max_attempts THEN 'needs_review'
+            ELSE 'pending' END,
+       b.body_sha256, nullif(b.trace_parent, ''), b.request::jsonb
+  FROM b
+ ORDER BY b.n
+ON CONFLICT (provider, endpoint, event_id) DO NOTHING
+RETURNING provider, endpoint, event_id`
+
 	// Not SKIP LOCKED: a competing worker's claim can lock a row for an instant as a
 	// candidate, and skipping it would leave the row unprocessed until its lease ends.
 	// The wait is bounded by the transaction's statement timeout. Locked in key order,
@@ -164,7 +204,8 @@ SELECT * FROM parked`
 UPDATE hookinbox_inbox
    SET available_at = now() + make_interval(secs => $4::float8)
  WHERE (provider, endpoint, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
-   AND state = 'pending'`
+   AND state = 'pending'
+   AND available_at <> '9999-01-01 00:00:00+00'`
 
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL

@@ -44,12 +44,20 @@ func (e *executor) inTx(ctx context.Context, fn func(q dbtx) error) error {
 }
 
 func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
+	var row *sql.Row
+	if p.Lease > 0 {
+		row = e.db.QueryRowContext(ctx, sqlInboxInsertLeased,
+			p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
+			driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent,
+			driver.ParkedAt.UnixMicro(), p.Lease.Microseconds(), nullBytes(p.Request))
+	} else {
+		row = e.db.QueryRowContext(ctx, sqlInboxInsert,
+			p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
+			p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
+			driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent, nullBytes(p.Request))
+	}
 	var one int
-	err := e.db.QueryRowContext(ctx, sqlInboxInsert,
-		p.Provider, p.Endpoint, p.EventID, p.EventType, string(p.Payload),
-		p.Processed, nullString(p.Outcome), p.Attempts, nullString(p.LastError), p.Delay.Microseconds(),
-		driver.AttemptLimit(p.MaxAttempts), p.BodySHA256, p.TraceParent, nullBytes(p.Request),
-	).Scan(&one)
+	err := row.Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -142,7 +150,8 @@ func (e *executor) InboxExtendLease(ctx context.Context, keys []hookinboxtype.Ke
 	total := 0
 	err := e.inTx(ctx, func(q dbtx) error {
 		for _, k := range keys {
-			n, err := rowsAffected(q.ExecContext(ctx, sqlInboxExtendLease, k.Provider, k.Endpoint, k.EventID, lease.Microseconds()))
+			n, err := rowsAffected(q.ExecContext(ctx, sqlInboxExtendLease, k.Provider, k.Endpoint, k.EventID, lease.Microseconds(),
+				driver.ParkedAt.UnixMicro()))
 			if err != nil {
 				return err
 			}

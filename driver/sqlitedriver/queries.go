@@ -52,6 +52,23 @@ VALUES (?1, ?2, ?3, ?4, ?5,
 ON CONFLICT (provider, endpoint, event_id) DO NOTHING
 RETURNING 1`
 
+	// sqlInboxInsert for a pending receipt leased at once (InboxInsertParams.Lease,
+	// ?10 in microseconds): its first attempt counted and available when the lease
+	// ends, as a claim leaves it; or parked at ?9 (driver.ParkedAt), no attempt
+	// counted, when its endpoint is paused, as a claim parks it. (WHERE true: SQLite's
+	// parser needs it between a SELECT and ON CONFLICT.)
+	sqlInboxInsertLeased = `
+INSERT INTO hookinbox_inbox
+       (provider, endpoint, event_id, event_type, payload,
+        received_at, attempts, available_at, max_attempts, state, body_sha256, trace_parent, request)
+SELECT ?1, ?2, ?3, ?4, ?5,
+       ` + now + `, CASE WHEN p.paused THEN 0 ELSE 1 END,
+       CASE WHEN p.paused THEN ?9 ELSE ` + now + ` + ?10 END, ?6, 'pending', ?7, nullif(?8, ''), ?11
+  FROM (SELECT ?2 IN (SELECT endpoint FROM hookinbox_endpoint WHERE paused) AS paused) AS p
+ WHERE true
+ON CONFLICT (provider, endpoint, event_id) DO NOTHING
+RETURNING 1`
+
 	// No FOR UPDATE in SQLite, and none needed: the processing transaction began
 	// IMMEDIATE and holds the write lock of the whole database until it ends, so no
 	// other worker can process or change this row meanwhile. The re-check of the
@@ -119,7 +136,7 @@ RETURNING ` + sqlClaimedReceiptColumns
 	sqlInboxExtendLease = `
 UPDATE hookinbox_inbox
    SET available_at = ` + now + ` + ?4
- WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3 AND state = 'pending'`
+ WHERE provider = ?1 AND endpoint = ?2 AND event_id = ?3 AND state = 'pending' AND available_at <> ?5`
 
 	// Only while pending: a row another worker completed after our lease ran out must
 	// keep its processed state. The limit is the row's own, stored by its claim (a NULL
