@@ -54,3 +54,7 @@ func (i *Inbox[TTx]) ClaimsForTest() int64 { return i.claims.Load() }
 
 // WorkerConcurrencyForTest returns the number of workers Run starts.
 func (i *Inbox[TTx]) WorkerConcurrencyForTest() int { return i.worker.Concurrency }
+
+// ProcessParkedForTest makes the inbox's workers process a receipt handed to them
+// that its insert parked (its endpoint paused): the pause test's broken variant.
+func (i *Inbox[TTx]) ProcessParkedForTest() { i.processParked = true }

@@ -46,6 +46,12 @@ type Inbox[TTx any] struct {
 	omitRequestRecord bool
 	// lastClaim is when a worker last started a claim (Unix nanoseconds).
 	lastClaim atomic.Int64
+	// handoff carries receipts accepted already leased to this process's workers
+	// (handoff.go).
+	handoff handoff
+	// processParked is the pause test's broken variant: workers process receipts
+	// parked at their insert.
+	processParked bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]

@@ -23,19 +23,23 @@ import (
 // pauseReport is what a pause and resume came to.
 type pauseReport struct {
 	// claimedWhilePaused counts the paused endpoint's receipts that a worker took
-	// (an attempt counted) while it was paused.
-	claimedWhilePaused int
+	// (an attempt counted) while it was paused, and processedWhilePaused those whose
+	// handler ran then.
+	claimedWhilePaused, processedWhilePaused int
 	// stillParked counts its receipts still parked after the resume.
 	stillParked int
 	// lost counts its receipts never processed; doubled, receipts processed twice.
 	lost, doubled int
 }
 
-// pauseWrap are the test's broken variants: workers whose driver ignores the pause,
-// and an operator whose resume leaves what was parked parked.
+// pauseWrap are the test's broken variants: workers whose driver ignores the pause
+// (in their claims, or in the inserts that hand receipts to them), workers that
+// process a receipt handed to them parked, and an operator whose resume leaves what
+// was parked parked.
 type pauseWrap[TTx any] struct {
-	workers  func(driver.Driver[TTx]) driver.Driver[TTx]
-	operator func(driver.Executor) driver.Executor
+	workers       func(driver.Driver[TTx]) driver.Driver[TTx]
+	processParked bool
+	operator      func(driver.Executor) driver.Executor
 }
 
 // pauseScenario pauses the async endpoint between receipts and resumes it, with two
@@ -62,6 +66,9 @@ func pauseScenario[TTx any](t *testing.T, w *world[TTx], parked string, wrap pau
 			d = wrap.workers(d)
 		}
 		inbox := buildTestInbox(t, d, setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{BatchSize: 4}})
+		if wrap.processParked {
+			inbox.ProcessParkedForTest()
+		}
 		inbox.Handle(epAsync, "invoice.paid", w.effect)
 		inbox.Handle(epHybrid, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 			if ev.Attempt == 1 {
@@ -110,6 +117,7 @@ func pauseScenario[TTx any](t *testing.T, w *world[TTx], parked string, wrap pau
 	}
 	var r pauseReport
 	r.claimedWhilePaused = w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id LIKE 'paused_%' AND attempts > 0`)
+	r.processedWhilePaused = effects("paused")
 	apply(driver.ActionResume)
 	receive(epHybrid, "controlB", 10)
 	if !waitEffects("controlB", 10) {
@@ -167,6 +175,28 @@ func TestPause_BrokenVariantsAreCaught(t *testing.T) {
 			t.Fatalf("%+v: workers that ignore the pause took nothing while paused; the test would not notice", r)
 		}
 	})
+	for _, broken := range []struct {
+		name string
+		pg   pauseWrap[pgx.Tx]
+		lite pauseWrap[*sql.Tx]
+	}{
+		{"insert-ignores-the-pause", pauseWrap[pgx.Tx]{workers: insertIgnoringPause[pgx.Tx]}, pauseWrap[*sql.Tx]{workers: insertIgnoringPause[*sql.Tx]}},
+		{"worker-processes-what-is-parked", pauseWrap[pgx.Tx]{processParked: true}, pauseWrap[*sql.Tx]{processParked: true}},
+	} {
+		check := func(t *testing.T, r pauseReport) {
+			if r.processedWhilePaused == 0 {
+				t.Fatalf("%+v: nothing processed while paused; the test would not notice", r)
+			}
+		}
+		t.Run("postgres/"+broken.name, func(t *testing.T) {
+			t.Parallel()
+			check(t, pauseScenario(t, postgresHarness.open(t), pgParked, broken.pg))
+		})
+		t.Run("sqlite/"+broken.name, func(t *testing.T) {
+			t.Parallel()
+			check(t, pauseScenario(t, sqliteHarness.open(t), sqliteParked, broken.lite))
+		})
+	}
 	t.Run("postgres/resume-keeps-them-parked", func(t *testing.T) {
 		t.Parallel()
 		w := postgresHarness.open(t)
@@ -204,26 +234,45 @@ func ignorePause[TTx any](d driver.Driver[TTx]) driver.Driver[TTx] {
 type pauseIgnorer struct{ driver.Executor }
 
 func (p *pauseIgnorer) InboxClaim(ctx context.Context, params *driver.InboxClaimParams) ([]*hookinboxtype.Receipt, error) {
-	states, err := p.ConsoleEndpointStates(ctx)
+	return unpaused(ctx, p.Executor, func() ([]*hookinboxtype.Receipt, error) { return p.Executor.InboxClaim(ctx, params) })
+}
+
+// unpaused runs fn with every paused endpoint resumed for the while (without
+// releasing what is parked), and pauses them again.
+func unpaused[T any](ctx context.Context, ex driver.Executor, fn func() (T, error)) (T, error) {
+	var zero T
+	states, err := ex.ConsoleEndpointStates(ctx)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	var paused []string
 	for _, s := range states {
 		if s.Paused {
 			paused = append(paused, s.Endpoint)
-			if _, err := p.ConsoleApply(ctx, &driver.ConsoleAction{Action: driver.ActionResume, Actor: "broken", Target: s.Endpoint, Endpoint: s.Endpoint}); err != nil {
-				return nil, err
+			if _, err := ex.ConsoleApply(ctx, &driver.ConsoleAction{Action: driver.ActionResume, Actor: "broken", Target: s.Endpoint, Endpoint: s.Endpoint}); err != nil {
+				return zero, err
 			}
 		}
 	}
-	rs, err := p.Executor.InboxClaim(ctx, params)
+	v, err := fn()
 	for _, e := range paused {
-		if _, perr := p.ConsoleApply(ctx, &driver.ConsoleAction{Action: driver.ActionPause, Actor: "broken", Target: e, Endpoint: e}); perr != nil && err == nil {
+		if _, perr := ex.ConsoleApply(ctx, &driver.ConsoleAction{Action: driver.ActionPause, Actor: "broken", Target: e, Endpoint: e}); perr != nil && err == nil {
 			err = perr
 		}
 	}
-	return rs, err
+	return v, err
+}
+
+// insertIgnoringPause is the broken variant of the receivers: their inserts lease
+// receipts to their workers whatever the endpoint's state.
+func insertIgnoringPause[TTx any](d driver.Driver[TTx]) driver.Driver[TTx] {
+	return &pausingDriver[TTx]{Driver: d, wrap: func(ex driver.Executor) driver.Executor { return &insertPauseIgnorer{Executor: ex} }}
+}
+
+type insertPauseIgnorer struct{ driver.Executor }
+
+func (p *insertPauseIgnorer) InboxInsertMany(ctx context.Context, params []*driver.InboxInsertParams) ([]bool, error) {
+	return unpaused(ctx, p.Executor, func() ([]bool, error) { return p.Executor.InboxInsertMany(ctx, params) })
 }
 
 // forgetfulResume is the broken variant of the operator: its resume changes the

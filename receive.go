@@ -93,11 +93,7 @@ func (i *Inbox[TTx]) receiveOutcome(ctx context.Context, ev Event) (Outcome, err
 	}
 	switch ep.Mode {
 	case ModeAsync:
-		out, err := i.insertReceipt(ctx, ev, false, OutcomeAccepted)
-		if out == OutcomeAccepted {
-			i.announce()
-		}
-		return out, err
+		return i.acceptAsync(ctx, ev)
 	default:
 		return i.receiveSyncGrouped(ctx, &syncDelivery[TTx]{ctx: ctx, ev: ev, fn: fn,
 			batch: batch, registration: reg, hybrid: ep.Mode == ModeHybrid})

@@ -232,11 +232,15 @@ func (i *Inbox[TTx]) withTraceParent(ctx context.Context, p *driver.InboxInsertP
 	return p
 }
 
-// endAttempt ends an attempt's span; a receipt found processed by another worker is
-// not a failure of this one.
+// endAttempt ends an attempt's span; a receipt found processed by another worker, or
+// parked for its paused endpoint, is not a failure of this one.
 func endAttempt(span trace.Span, err error) {
-	if span != nil && errors.Is(err, errAlreadyProcessed) {
+	switch {
+	case span != nil && errors.Is(err, errAlreadyProcessed):
 		span.SetAttributes(attrOutcome.String(string(AttemptAlreadyProcessed)))
+		err = nil
+	case span != nil && errors.Is(err, errParked):
+		span.SetAttributes(attrOutcome.String("parked"))
 		err = nil
 	}
 	endSpan(span, err)

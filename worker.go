@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,24 +18,29 @@ import (
 // blocks until ctx is cancelled. Each worker claims a receipt in a short committed
 // transaction (counting the attempt and taking a lease), then processes it in a second
 // transaction that locks the row, re-checks that it is unprocessed, applies the handler
-// and marks it processed.
+// and marks it processed. While Run runs, an async receipt this inbox receives is
+// inserted already claimed by these workers when they have room, and handed to one
+// without a claim statement (see handoff.go).
 //
 // When ctx is cancelled, workers stop claiming and Run returns once every event in
 // progress has finished or, past its lease, been abandoned; an abandoned event keeps
-// its counted attempt and is claimed again when its lease ends. Nothing is lost.
+// its counted attempt and is claimed again when its lease ends. Receipts handed off
+// that no worker took keep theirs too, and are claimable at once. Nothing is lost.
 func (i *Inbox[TTx]) Run(ctx context.Context) error {
 	endpoints := i.workerEndpoints()
 	if len(endpoints) == 0 {
 		<-ctx.Done()
 		return nil
 	}
+	handoff := i.openHandoff()
+	defer i.closeHandoff(ctx, handoff)
 	var wg sync.WaitGroup
 	wg.Go(func() { i.listen(ctx) })
 	host, _ := os.Hostname()
 	for n := range i.worker.Concurrency {
 		// The name each attempt of this worker is recorded under in the history.
 		worker := fmt.Sprintf("%s/%d/%d", host, os.Getpid(), n)
-		wg.Go(func() { i.workLoop(ctx, endpoints, worker) })
+		wg.Go(func() { i.workLoop(ctx, endpoints, worker, handoff) })
 	}
 	wg.Wait()
 	return nil
@@ -50,31 +56,45 @@ func (i *Inbox[TTx]) workerEndpoints() []string {
 	return names
 }
 
-func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker string) {
+func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker string, handoff <-chan handedOff) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
-	for {
+	for ctx.Err() == nil { // first: a stop is not raced by a hand-off waiting
 		select {
 		case <-ctx.Done():
 			return
 		case <-i.wake:
 		case <-idle.C:
+		case h := <-handoff:
+			// Handed off: no claim needed, and none made unless one was announced.
+			i.busy.Add(1)
+			i.processHandedOff(ctx, h, handoff, worker)
+			if i.busy.Add(-1) != 0 || !i.pending.Load() {
+				continue
+			}
 		}
 		i.busy.Add(1)
-		i.drain(ctx, endpoints, worker)
+		i.drain(ctx, endpoints, worker, handoff)
 		for i.busy.Add(-1) == 0 && i.pending.Load() && ctx.Err() == nil {
 			// Announced while this worker was the last at work: the announcement woke
 			// nobody (see announce), so look again.
 			i.busy.Add(1)
-			i.drain(ctx, endpoints, worker)
+			i.drain(ctx, endpoints, worker, handoff)
 		}
 		idle.Reset(jitter(i.worker.PollInterval))
 	}
 }
 
 // drain claims and processes batches until a claim finds none (or fails, or a stop).
-func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string) {
+// Receipts handed off meanwhile go first.
+func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string, handoff <-chan handedOff) {
 	for ctx.Err() == nil {
+		select {
+		case h := <-handoff:
+			i.processHandedOff(ctx, h, handoff, worker)
+			continue
+		default:
+		}
 		i.pending.Store(false) // the claim sees every receipt announced before it
 		// The lease is counted from before the claim is sent: the database's own
 		// lease, from its now(), ends no earlier, however late the claim's answer
@@ -219,7 +239,11 @@ func (i *Inbox[TTx]) processPart(ctx context.Context, part []*hookinboxtype.Rece
 	latency := time.Since(start)
 	for _, r := range part {
 		info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts, Latency: latency, Result: AttemptProcessed}
-		if !done[r.Key] {
+		processed, locked := done[r.Key]
+		switch {
+		case locked && !processed:
+			continue // parked: no attempt was made
+		case !processed:
 			info.Result = AttemptAlreadyProcessed
 		}
 		i.observer.Attempt(info)
@@ -252,6 +276,10 @@ func (i *Inbox[TTx]) processTogether(ctx context.Context, batch []*hookinboxtype
 		locked = unchecked(ctx, tx, batch) // the broken build (recheck_broken.go)
 	}
 	done := make(map[hookinboxtype.Key]bool, len(locked))
+	locked, parked := i.unparked(locked)
+	for _, r := range parked {
+		done[r.Key] = false // no attempt made: see processPart
+	}
 	lockedKeys := make([]hookinboxtype.Key, 0, len(locked))
 	// Receipts of a set-based handler (HandleBatch) are applied by one call per
 	// registration, after the others; any failure fails the batch as a whole.
@@ -307,6 +335,26 @@ const (
 	claimTimeout  = 10 * time.Second
 )
 
+// errParked reports that a receipt handed off at its insert was parked there: its
+// endpoint was paused (driver.InboxInsertParams.Lease). It waits for the resume.
+var errParked = errors.New("parked: its endpoint is paused")
+
+// unparked splits locked receipts into those to process and those parked.
+func (i *Inbox[TTx]) unparked(locked []*hookinboxtype.Receipt) (ready, parked []*hookinboxtype.Receipt) {
+	isParked := func(r *hookinboxtype.Receipt) bool { return r.AvailableAt.Equal(driver.ParkedAt) }
+	if i.processParked || !slices.ContainsFunc(locked, isParked) {
+		return locked, nil
+	}
+	for _, r := range locked {
+		if isParked(r) {
+			parked = append(parked, r)
+		} else {
+			ready = append(ready, r)
+		}
+	}
+	return ready, parked
+}
+
 // errAlreadyProcessed reports that a claimed receipt was found processed by another
 // worker (its lease had run out) when this one locked it.
 var errAlreadyProcessed = errors.New("already processed by another worker")
@@ -324,6 +372,9 @@ func (i *Inbox[TTx]) processClaimedBy(ctx context.Context, r *hookinboxtype.Rece
 	pctx, span := i.startAttempt(pctx, r)
 	err := i.process(pctx, r, by)
 	endAttempt(span, err)
+	if errors.Is(err, errParked) {
+		return err // no attempt was made
+	}
 	info := AttemptInfo{Endpoint: r.Endpoint, EventType: r.EventType, Attempt: r.Attempts}
 	defer func() {
 		info.Latency = time.Since(start)
@@ -389,6 +440,9 @@ func (i *Inbox[TTx]) process(ctx context.Context, claimed *hookinboxtype.Receipt
 	}
 	if len(locked) == 0 {
 		return errAlreadyProcessed
+	}
+	if _, parked := i.unparked(locked); len(parked) > 0 {
+		return errParked
 	}
 	r := locked[0]
 	fn := i.handler(r.Endpoint, r.EventType)
