@@ -185,15 +185,21 @@ func (e *executor) InboxLockUnprocessed(ctx context.Context, keys []hookinboxtyp
 }
 
 func (e *executor) InboxMarkProcessed(ctx context.Context, keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) error {
+	query, args := markProcessedArgs(keys, outcome, by)
+	if _, err := e.db.Exec(ctx, query, args...); err != nil {
+		return translate(fmt.Errorf("error marking receipts processed: %w", err))
+	}
+	return nil
+}
+
+// markProcessedArgs is InboxMarkProcessed's statement and its arguments.
+func markProcessedArgs(keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) (string, []any) {
 	providers, endpoints, ids := keyColumns(keys)
 	query, args := sqlInboxMarkProcessed, []any{providers, endpoints, ids, outcome}
 	if by != nil {
 		query, args = sqlInboxMarkProcessedAttempt, append(args, time.Since(by.StartedAt).Seconds(), by.Worker)
 	}
-	if _, err := e.db.Exec(ctx, query, args...); err != nil {
-		return translate(fmt.Errorf("error marking receipts processed: %w", err))
-	}
-	return nil
+	return query, args
 }
 
 func (e *executor) InboxClaim(ctx context.Context, p *driver.InboxClaimParams) ([]*hookinboxtype.Receipt, error) {

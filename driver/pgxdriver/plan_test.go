@@ -4,7 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 	"github.com/hookinbox/hookinbox/internal/testdb"
 )
 
@@ -173,5 +178,81 @@ func TestBrokenClaimWithAnyEndpoint_SortsTheBacklog(t *testing.T) {
 	}
 	if sorts, plans := claimSortsTheBacklog(t, db, broken); !sorts {
 		t.Fatalf("with endpoint = ANY($1) the claim still reads the index in order; the test cannot show the trap:\n%s", plans)
+	}
+}
+
+// planAsWorkerSends returns query's generic plan in a transaction, between
+// sqlSeqScanOff and sqlSeqScanRestore when guarded (as a worker's executorTx sends its
+// lookups by key), and checks that the restore gave the session's setting back.
+func planAsWorkerSends(t *testing.T, db *testdb.DB, guarded bool, query string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	exec := func(q string) {
+		t.Helper()
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	if guarded {
+		exec(sqlSeqScanOff)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN %s: %v", query, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if guarded {
+		exec(sqlSeqScanRestore)
+		var setting string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('enable_seqscan')`).Scan(&setting); err != nil || setting != "on" {
+			t.Fatalf("enable_seqscan after the restore: %q %v, want the session's on", setting, err)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// On a table still empty and never analyzed (a new deployment), the generic plans a
+// worker's lookups by key settle on, sent as the worker sends them, read the primary
+// key: the plan cached then is the plan the connection keeps as the table grows.
+func TestPlan_LookupsByKeyOnAnEmptyTableUseThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := New(db.Pool).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mark, markArgs := markProcessedArgs([]hookinboxtype.Key{{Provider: "stripe", Endpoint: "q", EventID: "new_1"}}, "processed", nil)
+	markAttempt, markAttemptArgs := markProcessedArgs([]hookinboxtype.Key{{Provider: "stripe", Endpoint: "q", EventID: "new_1"}}, "processed",
+		&driver.AttemptBy{Worker: "w", StartedAt: time.Now()})
+	for _, c := range []struct {
+		name  string
+		query string
+		args  []any
+	}{{"lock", sqlInboxLockUnprocessed, lockArgs}, {"mark", mark, markArgs}, {"mark with its attempt", markAttempt, markAttemptArgs}} {
+		plan := planAsWorkerSends(t, db, true, c.query, c.args...)
+		if strings.Contains(plan, "Seq Scan on hookinbox_inbox") || !strings.Contains(plan, "hookinbox_inbox_pkey") {
+			t.Errorf("the %s's generic plan on an empty table does not read the primary key:\n%s", c.name, plan)
+		}
+	}
+}
+
+// The broken variant: the lock sent without the guard, as before. Its generic plan on
+// the empty table scans the table.
+func TestBrokenLookupWithoutGuard_ScansTheTable(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	if err := New(db.Pool).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if plan := planAsWorkerSends(t, db, false, sqlInboxLockUnprocessed, lockArgs...); !strings.Contains(plan, "Seq Scan on hookinbox_inbox") {
+		t.Fatalf("without the guard the lock's generic plan on an empty table still reads the primary key; the test cannot show the trap:\n%s", plan)
 	}
 }

@@ -542,6 +542,17 @@ UPDATE hookinbox_effect
 
 	sqlSetStatementTimeout = `SELECT set_config('statement_timeout', $1, true)`
 
+	// A worker's lookups by key (the lock, the mark) run between these two, with
+	// sequential scans off: a prepared statement settles on a generic plan after its
+	// fifth execution, and on a table still nearly empty then (a new deployment, a
+	// bench run's first second) that plan is a sequential scan joined to the keys,
+	// which stays cached for the connection's life while the table grows (measured:
+	// 65 buffers a row instead of 5, docs/BENCHMARKS.md). Off, every plan takes the
+	// primary key; the session's setting is restored after the statement.
+	sqlSeqScanOff = `SELECT set_config('hookinbox.enable_seqscan', current_setting('enable_seqscan'), true),
+       set_config('enable_seqscan', 'off', true)`
+	sqlSeqScanRestore = `SELECT set_config('enable_seqscan', current_setting('hookinbox.enable_seqscan'), true)`
+
 	// Notification channels carry the schema, so that schemas (tenants, tests) on one
 	// server do not wake each other; NOTIFY's channel is an expression, LISTEN's a name.
 	// A name would be cut at 63 bytes: a long one is replaced by its digest.
