@@ -64,7 +64,11 @@ func (c GroupConfig) validate(what string) error {
 // fails the waiting deliveries (5xx, the senders retry) instead of holding them.
 const acceptTimeout = 10 * time.Second
 
-func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
+// newAccepter returns the accept path's group commit. handOff is told of every batch
+// that committed, with a time no later than its statement's start: the receipts it
+// leased go to the workers from there (handoff.go).
+func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo),
+	handOff func(batch []*driver.InboxInsertParams, inserted []bool, at time.Time)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
 	return groupcommit.New(groupcommit.Config{
 		Flushers: c.Flushers, MaxBatch: c.MaxBatch, QueueSize: c.QueueSize, Timeout: acceptTimeout,
 		// A row the database refuses fails its whole statement; halving isolates it,
@@ -77,6 +81,9 @@ func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo)) *gr
 		start := time.Now()
 		inserted, err := insertBatch(ctx, ex, batch)
 		observe(GroupInfo{Kind: GroupAccept, Size: len(batch), Failed: err != nil, Latency: time.Since(start)})
+		if err == nil {
+			handOff(batch, inserted, start)
+		}
 		return inserted, err
 	})
 }

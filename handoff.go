@@ -7,16 +7,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookinbox/hookinbox/driver"
 	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // The hand-off: while this process's workers run (Run) and have room, the receipt of
 // an async endpoint is inserted already leased to them (driver.InboxInsertParams.Lease:
 // its first attempt counted, hidden from claims for a lease, as a claim leaves a
-// receipt) and, once its insert committed, given to a worker in memory. The worker
-// processes it as it would a claimed one (lock, re-check, handler, mark, in one
-// transaction), so nothing about processing changes but the claim statement, which
-// the receipt never needs: the claim was about 28 % of PostgreSQL's statement time
+// receipt) and, once its insert committed, given to a worker in memory with the other
+// receipts its batch leased. The worker processes them as it would a claimed batch
+// (lock, re-check, handlers, mark, in one transaction), so nothing about processing
+// changes but the claim statement, which the receipts never need: the claim was about 28 % of PostgreSQL's statement time
 // on the async path (docs/BENCHMARKS.md).
 //
 // Every guarantee of a claim holds, because the insert is one: the attempt is counted
@@ -28,18 +29,22 @@ import (
 // process's workers to claim.
 
 // handoff is the inbox's channel to its workers. room is how many more receipts may be
-// leased to them: the channel's free capacity, reserved before the insert, so that a
-// committed receipt never waits for a place; it is negative while no workers run.
+// leased to them, reserved before each insert; it is negative while no workers run.
+// The channel holds as many hand-offs as there is room for receipts, so that a give
+// finds a place unless the room was miscounted (a receiver whose context ended while
+// its batch was in flight), when the receipts are released instead.
 type handoff struct {
 	room atomic.Int64
 	mu   sync.RWMutex // held for reading to give, for writing to open and close
 	ch   chan handedOff
 }
 
-// handedOff is a receipt leased at its insert, and a time no later than the start of
-// its lease.
+// handedOff is the receipts one batch of the accept path leased, and a time no later
+// than the start of their leases: a worker processes them as one batch, so that a
+// burst is processed in batches as large as the accept path's, whatever the number
+// of workers.
 type handedOff struct {
-	r  *hookinboxtype.Receipt
+	rs []*hookinboxtype.Receipt
 	at time.Time
 }
 
@@ -57,8 +62,8 @@ func (i *Inbox[TTx]) openHandoff() <-chan handedOff {
 	return h.ch
 }
 
-// closeHandoff ends the hand-off once the workers stopped: receipts given later are
-// released by their receivers (give), and those still in ch are released here.
+// closeHandoff ends the hand-off once the workers stopped: batches committed later are
+// released by their flusher (handOff), and those still in ch are released here.
 func (i *Inbox[TTx]) closeHandoff(ctx context.Context, ch <-chan handedOff) {
 	h := &i.handoff
 	h.mu.Lock()
@@ -67,7 +72,7 @@ func (i *Inbox[TTx]) closeHandoff(ctx context.Context, ch <-chan handedOff) {
 	h.mu.Unlock()
 	var left []*hookinboxtype.Receipt
 	for len(ch) > 0 {
-		left = append(left, (<-ch).r)
+		left = append(left, (<-ch).rs...)
 	}
 	i.release(ctx, left)
 }
@@ -85,20 +90,47 @@ func (h *handoff) reserve() bool {
 	}
 }
 
-// give hands a committed leased receipt to the workers; false once they stopped.
-func (h *handoff) give(r handedOff) bool {
+// unreserve returns the room of n receipts that were not handed off (closed, the
+// room stays far below zero).
+func (h *handoff) unreserve(n int) { h.room.Add(int64(n)) }
+
+// give hands committed leased receipts to the workers; false if it cannot: the
+// workers stopped, or no place is left.
+func (h *handoff) give(u handedOff) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.ch == nil {
 		return false
 	}
-	h.ch <- r // never blocks: the room was reserved
-	return true
+	select {
+	case h.ch <- u:
+		return true
+	default:
+		return false
+	}
 }
 
-// unreserve returns the room of a receipt that was not handed off (closed, the room
-// stays far below zero).
-func (h *handoff) unreserve() { h.room.Add(1) }
+// handOff gives the workers the receipts a committed batch of the accept path leased
+// (one hand-off for the batch), and returns the room of those it leased that were
+// duplicates. Called by the accept path's flusher.
+func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool, at time.Time) {
+	var rs []*hookinboxtype.Receipt
+	duplicates := 0
+	for n, p := range batch {
+		switch {
+		case p.Lease <= 0:
+		case !inserted[n]:
+			duplicates++
+		default:
+			rs = append(rs, &hookinboxtype.Receipt{Key: p.Key, EventType: p.EventType, State: hookinboxtype.StatePending,
+				Attempts: 1, MaxAttempts: p.MaxAttempts})
+		}
+	}
+	i.handoff.unreserve(duplicates)
+	if len(rs) > 0 && !i.handoff.give(handedOff{rs: rs, at: at}) {
+		i.release(context.Background(), rs)
+	}
+}
 
 // release ends the leases of receipts handed off that no worker will process, so
 // that any process's workers claim them at once. Their first attempts stay counted,
@@ -119,48 +151,43 @@ func (i *Inbox[TTx]) release(ctx context.Context, rs []*hookinboxtype.Receipt) {
 	}
 }
 
-// acceptAsync stores the receipt of an async endpoint and, when this process's
-// workers have room, leases it to them and hands it over (see handoff).
+// acceptAsync stores the receipt of an async endpoint, leased to this process's
+// workers when they have room (see handoff): the accept path's flusher then hands it
+// over with its batch.
 func (i *Inbox[TTx]) acceptAsync(ctx context.Context, ev Event) (Outcome, error) {
 	p := i.withTraceParent(ctx, i.receiptParams(ev, false, ""))
 	leased := i.handoff.reserve()
-	var at time.Time
 	if leased {
 		p.Lease = i.worker.Lease
-		at = time.Now() // the database's lease, from its now(), starts no earlier
 	}
 	inserted, err := i.accept(ctx, p)
 	switch {
-	case err != nil || !inserted:
-		if leased {
-			i.handoff.unreserve()
+	case err != nil:
+		if leased && ctx.Err() == nil {
+			// The batch failed: nothing to hand off. (When the receiver's context
+			// ended instead, the batch may still commit and hand the receipt off;
+			// if it fails, one receipt's room stays taken until the next Run.)
+			i.handoff.unreserve(1)
 		}
-		if err != nil {
-			return "", err
-		}
-		return OutcomeDuplicate, nil
+		return "", err
+	case !inserted:
+		return OutcomeDuplicate, nil // its room was returned by handOff
 	case !leased:
 		i.announce()
-		return OutcomeAccepted, nil
-	}
-	r := &hookinboxtype.Receipt{Key: p.Key, EventType: p.EventType, State: hookinboxtype.StatePending,
-		Attempts: 1, MaxAttempts: p.MaxAttempts}
-	if !i.handoff.give(handedOff{r: r, at: at}) {
-		i.release(ctx, []*hookinboxtype.Receipt{r})
 	}
 	return OutcomeAccepted, nil
 }
 
-// processHandedOff processes h and the receipts handed off after it, up to a batch,
-// as a claimed batch.
+// processHandedOff processes h and the batches handed off after it, up to about a
+// worker's batch, as one claimed batch.
 func (i *Inbox[TTx]) processHandedOff(ctx context.Context, h handedOff, ch <-chan handedOff, worker string) {
-	batch := []*hookinboxtype.Receipt{h.r}
+	batch := h.rs
 	start := h.at
 more:
 	for len(batch) < i.worker.BatchSize {
 		select {
 		case next := <-ch:
-			batch = append(batch, next.r)
+			batch = append(batch, next.rs...)
 			if next.at.Before(start) {
 				start = next.at
 			}

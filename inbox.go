@@ -120,7 +120,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := accept.validate("accept"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	i.accepter = newAccepter(d.Executor(), accept, i.observeGroup)
+	i.accepter = newAccepter(d.Executor(), accept, i.observeGroup, i.handOff)
 	sync := config.Sync.withDefaults(syncFlushers, 32)
 	if err := sync.validate("sync"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
