@@ -28,21 +28,22 @@ import (
 // receipts handed off that no worker took get their leases ended at once, for any
 // process's workers to claim.
 
-// handoff is the inbox's channel to its workers. room is how many more receipts may be
-// leased to them, reserved before each insert; it is negative while no workers run.
-// The channel holds as many hand-offs as there is room for receipts, so that a give
-// finds a place unless the room was miscounted (a receiver whose context ended while
-// its batch was in flight), when the receipts are released instead.
+// handoff is what the inbox's receivers leased to its workers, waiting for them as
+// rows wait for a claim: a worker takes up to a batch of it where it would claim, and
+// a batch handed off wakes the workers as an announcement does (only when none is at
+// work: the one at work takes what arrived meanwhile, as one batch). room is how many
+// more receipts may be leased to them, reserved before each insert; it is negative
+// while no workers run.
 type handoff struct {
 	room atomic.Int64
-	mu   sync.RWMutex // held for reading to give, for writing to open and close
-	ch   chan handedOff
+	mu   sync.Mutex
+	open bool
+	q    []handedOff
+	n    int // receipts in q
 }
 
 // handedOff is the receipts one batch of the accept path leased, and a time no later
-// than the start of their leases: a worker processes them as one batch, so that a
-// burst is processed in batches as large as the accept path's, whatever the number
-// of workers.
+// than the start of their leases.
 type handedOff struct {
 	rs []*hookinboxtype.Receipt
 	at time.Time
@@ -50,30 +51,28 @@ type handedOff struct {
 
 const handoffClosed = math.MinInt64 / 2
 
-// openHandoff makes room for a batch per worker and returns the channel the workers
-// take from.
-func (i *Inbox[TTx]) openHandoff() <-chan handedOff {
-	room := i.worker.Concurrency * i.worker.BatchSize
+// openHandoff makes room for a batch per worker.
+func (i *Inbox[TTx]) openHandoff() {
 	h := &i.handoff
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ch = make(chan handedOff, room)
-	h.room.Store(int64(room))
-	return h.ch
+	h.open, h.q, h.n = true, nil, 0
+	h.room.Store(int64(i.worker.Concurrency * i.worker.BatchSize))
 }
 
 // closeHandoff ends the hand-off once the workers stopped: batches committed later are
-// released by their flusher (handOff), and those still in ch are released here.
-func (i *Inbox[TTx]) closeHandoff(ctx context.Context, ch <-chan handedOff) {
+// released by their flusher (handOff), and what waits is released here.
+func (i *Inbox[TTx]) closeHandoff(ctx context.Context) {
 	h := &i.handoff
 	h.mu.Lock()
 	h.room.Store(handoffClosed)
-	h.ch = nil
-	h.mu.Unlock()
+	h.open = false
 	var left []*hookinboxtype.Receipt
-	for len(ch) > 0 {
-		left = append(left, (<-ch).rs...)
+	for _, u := range h.q {
+		left = append(left, u.rs...)
 	}
+	h.q, h.n = nil, 0
+	h.mu.Unlock()
 	i.release(ctx, left)
 }
 
@@ -94,25 +93,52 @@ func (h *handoff) reserve() bool {
 // room stays far below zero).
 func (h *handoff) unreserve(n int) { h.room.Add(int64(n)) }
 
-// give hands committed leased receipts to the workers; false if it cannot: the
-// workers stopped, or no place is left.
+// give queues committed leased receipts for the workers; false once they stopped.
 func (h *handoff) give(u handedOff) bool {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.ch == nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.open {
 		return false
 	}
-	select {
-	case h.ch <- u:
-		return true
-	default:
-		return false
-	}
+	h.q = append(h.q, u)
+	h.n += len(u.rs)
+	return true
 }
 
-// handOff gives the workers the receipts a committed batch of the accept path leased
-// (one hand-off for the batch), and returns the room of those it leased that were
-// duplicates. Called by the accept path's flusher.
+// take returns whole hand-offs, oldest first, up to about max receipts (at least one
+// hand-off when any waits), and a time no later than the start of their leases; the
+// room they held is free again.
+func (h *handoff) take(max int) ([]*hookinboxtype.Receipt, time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var (
+		batch []*hookinboxtype.Receipt
+		at    time.Time
+		k     int
+	)
+	for ; k < len(h.q) && (k == 0 || len(batch)+len(h.q[k].rs) <= max); k++ {
+		batch = append(batch, h.q[k].rs...)
+		if k == 0 || h.q[k].at.Before(at) {
+			at = h.q[k].at
+		}
+	}
+	h.q = h.q[k:]
+	h.n -= len(batch)
+	h.room.Add(int64(len(batch)))
+	return batch, at
+}
+
+// waiting says whether hand-offs wait.
+func (h *handoff) waiting() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n > 0
+}
+
+// handOff queues for the workers the receipts a committed batch of the accept path
+// leased (one hand-off for the batch), returns the room of those it leased that were
+// duplicates, and wakes the workers as an announcement does. Called by the accept
+// path's flusher.
 func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool, at time.Time) {
 	var rs []*hookinboxtype.Receipt
 	duplicates := 0
@@ -127,8 +153,16 @@ func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool,
 		}
 	}
 	i.handoff.unreserve(duplicates)
-	if len(rs) > 0 && !i.handoff.give(handedOff{rs: rs, at: at}) {
+	if len(rs) == 0 {
+		return
+	}
+	if !i.handoff.give(handedOff{rs: rs, at: at}) {
 		i.release(context.Background(), rs)
+		return
+	}
+	i.pending.Store(true)
+	if i.busy.Load() == 0 {
+		i.notifyWorkers()
 	}
 }
 
@@ -176,25 +210,4 @@ func (i *Inbox[TTx]) acceptAsync(ctx context.Context, ev Event) (Outcome, error)
 		i.announce()
 	}
 	return OutcomeAccepted, nil
-}
-
-// processHandedOff processes h and the batches handed off after it, up to about a
-// worker's batch, as one claimed batch.
-func (i *Inbox[TTx]) processHandedOff(ctx context.Context, h handedOff, ch <-chan handedOff, worker string) {
-	batch := h.rs
-	start := h.at
-more:
-	for len(batch) < i.worker.BatchSize {
-		select {
-		case next := <-ch:
-			batch = append(batch, next.rs...)
-			if next.at.Before(start) {
-				start = next.at
-			}
-		default:
-			break more
-		}
-	}
-	i.handoff.room.Add(int64(len(batch)))
-	i.processBatch(ctx, batch, start, worker)
 }

@@ -32,15 +32,15 @@ func (i *Inbox[TTx]) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	handoff := i.openHandoff()
-	defer i.closeHandoff(ctx, handoff)
+	i.openHandoff()
+	defer i.closeHandoff(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { i.listen(ctx) })
 	host, _ := os.Hostname()
 	for n := range i.worker.Concurrency {
 		// The name each attempt of this worker is recorded under in the history.
 		worker := fmt.Sprintf("%s/%d/%d", host, os.Getpid(), n)
-		wg.Go(func() { i.workLoop(ctx, endpoints, worker, handoff) })
+		wg.Go(func() { i.workLoop(ctx, endpoints, worker) })
 	}
 	wg.Wait()
 	return nil
@@ -56,7 +56,7 @@ func (i *Inbox[TTx]) workerEndpoints() []string {
 	return names
 }
 
-func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker string, handoff <-chan handedOff) {
+func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker string) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	for ctx.Err() == nil { // first: a stop is not raced by a hand-off waiting
@@ -65,37 +65,31 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker st
 			return
 		case <-i.wake:
 		case <-idle.C:
-		case h := <-handoff:
-			// Handed off: no claim needed, and none made unless one was announced.
-			i.busy.Add(1)
-			i.processHandedOff(ctx, h, handoff, worker)
-			if i.busy.Add(-1) != 0 || !i.pending.Load() {
-				continue
-			}
 		}
 		i.busy.Add(1)
-		i.drain(ctx, endpoints, worker, handoff)
+		i.drain(ctx, endpoints, worker)
 		for i.busy.Add(-1) == 0 && i.pending.Load() && ctx.Err() == nil {
 			// Announced while this worker was the last at work: the announcement woke
 			// nobody (see announce), so look again.
 			i.busy.Add(1)
-			i.drain(ctx, endpoints, worker, handoff)
+			i.drain(ctx, endpoints, worker)
 		}
 		idle.Reset(jitter(i.worker.PollInterval))
 	}
 }
 
 // drain claims and processes batches until a claim finds none (or fails, or a stop).
-// Receipts handed off meanwhile go first.
-func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string, handoff <-chan handedOff) {
+// Receipts handed off (handoff.go) are taken first, as a claim would take them.
+func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string) {
 	for ctx.Err() == nil {
-		select {
-		case h := <-handoff:
-			i.processHandedOff(ctx, h, handoff, worker)
+		i.pending.Store(false) // the claim, or the take, sees every receipt announced before it
+		if batch, leasedAt := i.handoff.take(i.worker.BatchSize); len(batch) > 0 {
+			if i.handoff.waiting() {
+				i.notifyWorkers() // as after a full claim: more is waiting
+			}
+			i.processBatch(ctx, batch, leasedAt, worker)
 			continue
-		default:
 		}
-		i.pending.Store(false) // the claim sees every receipt announced before it
 		// The lease is counted from before the claim is sent: the database's own
 		// lease, from its now(), ends no earlier, however late the claim's answer
 		// arrives.
