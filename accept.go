@@ -65,7 +65,7 @@ func (c GroupConfig) validate(what string) error {
 const acceptTimeout = 10 * time.Second
 
 // newAccepter returns the accept path's group commit. handOff is told of every batch
-// that committed, with a time no later than its statement's start: the receipts it
+// whose statement succeeded, with a time no later than its start: the receipts it
 // leased go to the workers from there (handoff.go).
 func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo),
 	handOff func(batch []*driver.InboxInsertParams, inserted []bool, at time.Time)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {

@@ -58,3 +58,11 @@ func (i *Inbox[TTx]) WorkerConcurrencyForTest() int { return i.worker.Concurrenc
 // ProcessParkedForTest makes the inbox's workers process a receipt handed to them
 // that its insert parked (its endpoint paused): the pause test's broken variant.
 func (i *Inbox[TTx]) ProcessParkedForTest() { i.processParked = true }
+
+// StaleHandoffsForTest makes the inbox's workers process hand-offs under the lease
+// their insert took, however long they waited: the hand-off test's broken variant.
+func (i *Inbox[TTx]) StaleHandoffsForTest() { i.staleHandoffs = true }
+
+// AbandonHandoffsForTest makes Run's stop drop the receipts that wait for its workers:
+// the stop test's broken variant.
+func (i *Inbox[TTx]) AbandonHandoffsForTest() { i.abandonHandoffs = true }

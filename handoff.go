@@ -24,16 +24,16 @@ import (
 // before the handler runs (a poison pill still reaches review), and a process that
 // dies with receipts in hand leaves them to be claimed when their leases end. A
 // receipt of an endpoint paused at the insert is parked there instead, and the
-// worker's lock finds it parked and leaves it to the resume. When Run stops, the
-// receipts handed off that no worker took get their leases ended at once, for any
-// process's workers to claim.
+// worker's lock finds it parked (or, resumed since, without an attempt) and leaves it
+// to the resume and the claims. When Run stops, the receipts handed off that no
+// worker took are processed before it returns, as claimed batches are.
 
 // handoff is what the inbox's receivers leased to its workers, waiting for them as
 // rows wait for a claim: a worker takes up to a batch of it where it would claim, and
 // a batch handed off wakes the workers as an announcement does (only when none is at
 // work: the one at work takes what arrived meanwhile, as one batch). room is how many
-// more receipts may be leased to them, reserved before each insert; it is negative
-// while no workers run.
+// more receipts may be leased to them, reserved before each insert; it is zero or
+// negative while no workers run.
 type handoff struct {
 	room atomic.Int64
 	mu   sync.Mutex
@@ -51,29 +51,36 @@ type handedOff struct {
 
 const handoffClosed = math.MinInt64 / 2
 
-// openHandoff makes room for a batch per worker.
-func (i *Inbox[TTx]) openHandoff() {
+// openHandoff makes room for a batch per worker, and says whether this Run manages
+// the hand-off (false while another Run of the inbox does).
+func (i *Inbox[TTx]) openHandoff() bool {
 	h := &i.handoff
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.open {
+		return false
+	}
 	h.open, h.q, h.n = true, nil, 0
 	h.room.Store(int64(i.worker.Concurrency * i.worker.BatchSize))
+	return true
 }
 
-// closeHandoff ends the hand-off once the workers stopped: batches committed later are
-// released by their flusher (handOff), and what waits is released here.
-func (i *Inbox[TTx]) closeHandoff(ctx context.Context) {
+// closeHandoff ends the hand-off once the workers stopped, and processes what waited
+// for them, as the workers finish the batches they claimed: a hand-off is a claimed
+// batch, its attempt counted. Batches committed after this are released by their
+// flusher (handOff) with their attempt counted and unused: only those in flight at
+// the stop.
+func (i *Inbox[TTx]) closeHandoff(ctx context.Context, worker string) {
 	h := &i.handoff
 	h.mu.Lock()
 	h.room.Store(handoffClosed)
 	h.open = false
-	var left []*hookinboxtype.Receipt
-	for _, u := range h.q {
-		left = append(left, u.rs...)
+	if i.abandonHandoffs {
+		h.q, h.n = nil, 0 // the stop test's broken variant
 	}
-	h.q, h.n = nil, 0
 	h.mu.Unlock()
-	i.release(ctx, left)
+	for i.processHandedOff(context.WithoutCancel(ctx), worker) {
+	}
 }
 
 // reserve takes room for one receipt, if the workers have any.
@@ -149,16 +156,22 @@ func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool,
 			duplicates++
 		default:
 			rs = append(rs, &hookinboxtype.Receipt{Key: p.Key, EventType: p.EventType, State: hookinboxtype.StatePending,
-				Attempts: 1, MaxAttempts: p.MaxAttempts})
+				Attempts: 1, MaxAttempts: p.MaxAttempts, TraceParent: p.TraceParent})
 		}
 	}
 	i.handoff.unreserve(duplicates)
 	if len(rs) == 0 {
 		return
 	}
-	if !i.handoff.give(handedOff{rs: rs, at: at}) {
-		i.release(context.Background(), rs)
-		return
+	// In batches a worker takes whole: BatchSize caps a hand-off's transaction as it
+	// caps a claim's.
+	for len(rs) > 0 {
+		n := min(len(rs), max(i.worker.BatchSize, 1))
+		if !i.handoff.give(handedOff{rs: rs[:n], at: at}) {
+			i.release(context.Background(), rs)
+			return
+		}
+		rs = rs[n:]
 	}
 	i.pending.Store(true)
 	if i.busy.Load() == 0 {
@@ -166,9 +179,10 @@ func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool,
 	}
 }
 
-// release ends the leases of receipts handed off that no worker will process, so
-// that any process's workers claim them at once. Their first attempts stay counted,
-// as a claimed receipt's do when its worker stops.
+// release ends the leases of receipts handed off that no worker will process (their
+// batch committed after the workers stopped), so that any process's workers claim
+// them at once. Their first attempts stay counted, unused: the one case where the
+// hand-off costs an attempt that a claim would not have.
 func (i *Inbox[TTx]) release(ctx context.Context, rs []*hookinboxtype.Receipt) {
 	if len(rs) == 0 {
 		return
@@ -210,4 +224,28 @@ func (i *Inbox[TTx]) acceptAsync(ctx context.Context, ev Event) (Outcome, error)
 		i.announce()
 	}
 	return OutcomeAccepted, nil
+}
+
+// processHandedOff takes up to a batch of what waits and processes it as a claimed
+// batch; false if nothing waited.
+func (i *Inbox[TTx]) processHandedOff(ctx context.Context, worker string) bool {
+	batch, leasedAt := i.handoff.take(i.worker.BatchSize)
+	if len(batch) == 0 {
+		return false
+	}
+	if i.handoff.waiting() {
+		i.notifyWorkers() // as after a full claim: more is waiting
+	}
+	if time.Since(leasedAt) > i.worker.Lease/8 && !i.staleHandoffs {
+		// The lease began at the insert, and these waited for a worker (slow
+		// handlers): a fresh lease first, as a claim now would take one, so that
+		// their parts keep about the deadlines a claimed batch gets.
+		extendedAt := time.Now()
+		if !i.extendLeases(ctx, batch) {
+			return true // their leases end on their own, and claims take them
+		}
+		leasedAt = extendedAt
+	}
+	i.processBatch(ctx, batch, leasedAt, worker)
+	return true
 }

@@ -23,14 +23,12 @@ import (
 // dialect holds the test's conditions on available_at, per database (PostgreSQL's
 // alone so far).
 type dialect struct {
-	leased   string // the row is hidden for most of a lease from now
-	released string // the row is available now
+	leased string // the row is hidden for most of a lease from now
 }
 
 var (
 	pgDialect = dialect{
-		leased:   `available_at > now() + interval '30 seconds'`,
-		released: `available_at <= now()`,
+		leased: `available_at > now() + interval '30 seconds'`,
 	}
 )
 
@@ -69,6 +67,11 @@ func handedOffFailing[TTx any](t *testing.T, w *world[TTx], wrap func(driver.Dri
 		d = wrap(d)
 	}
 	inbox := buildTestInbox(t, d, setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{MaxAttempts: 2, Concurrency: 1}})
+	if wrap != nil {
+		// The lock's own defence (a receipt without an attempt is a claim's) off too:
+		// the workers trust the hand-off.
+		inbox.ProcessParkedForTest()
+	}
 	var n atomic.Int64
 	var mu sync.Mutex
 	inbox.Handle(epAsync, "invoice.paid", func(_ context.Context, _ TTx, ev hookinbox.Event) error {
@@ -113,7 +116,8 @@ func TestHandoff_AttemptCountedBeforeTheHandlerRuns(t *testing.T) {
 }
 
 // TestHandoff_BrokenVariantIsCaught hands off a receipt whose insert did not lease it
-// (no attempt counted): its handler runs once more than the limit allows.
+// (no attempt counted) to workers that trust the hand-off (without the lock's check
+// of the attempt): its handler runs once more than the limit allows.
 func TestHandoff_BrokenVariantIsCaught(t *testing.T) {
 	t.Parallel()
 	check := func(t *testing.T, calls int64, attempts []int) {
@@ -152,20 +156,25 @@ func (l *leaseDropper) InboxInsertMany(ctx context.Context, ps []*driver.InboxIn
 }
 
 // stopWithOneWaiting hands two receipts to one worker, stops the workers while the
-// first one's handler runs, and reports the second's state after Run returned.
-func stopWithOneWaiting[TTx any](t *testing.T, w *world[TTx], dl dialect, wrap func(driver.Driver[TTx]) driver.Driver[TTx]) (leasedBefore, releasedAfter bool) {
+// first one's handler runs, and reports whether the second was handed off leased,
+// and at which attempts its handler ran by the time Run returned.
+func stopWithOneWaiting[TTx any](t *testing.T, w *world[TTx], dl dialect, abandon bool) (leasedBefore bool, attempts []int) {
 	t.Helper()
-	d := w.newDriver(t, 4)
-	if wrap != nil {
-		d = wrap(d)
+	inbox := buildTestInbox(t, w.newDriver(t, 4), setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, PollInterval: time.Hour}})
+	if abandon {
+		inbox.AbandonHandoffsForTest()
 	}
-	inbox := buildTestInbox(t, d, setupOpts{noBilling: true, worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, PollInterval: time.Hour}})
 	started, release := make(chan struct{}), make(chan struct{})
 	unblock := sync.OnceFunc(func() { close(release) })
+	var mu sync.Mutex
 	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
 		if ev.ID == "evt_first" {
 			close(started)
 			<-release
+		} else {
+			mu.Lock()
+			attempts = append(attempts, ev.Attempt)
+			mu.Unlock()
 		}
 		return w.effect(ctx, tx, ev)
 	})
@@ -178,44 +187,106 @@ func stopWithOneWaiting[TTx any](t *testing.T, w *world[TTx], dl dialect, wrap f
 	cancel() // the worker is in the first receipt's handler: it takes nothing more
 	unblock()
 	wait()
-	releasedAfter = w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_waiting' AND state = 'pending' AND attempts = 1 AND `+dl.released) == 1
-	return leasedBefore, releasedAfter
+	mu.Lock()
+	defer mu.Unlock()
+	return leasedBefore, append([]int(nil), attempts...)
 }
 
 // On PostgreSQL only: SQLite's one writer, held by the blocked handler's transaction,
 // keeps the second receipt from being inserted at all.
-func TestHandoff_StopReleasesWhatNoWorkerTook(t *testing.T) {
+func TestHandoff_StopProcessesWhatWaited(t *testing.T) {
 	t.Parallel()
-	check := func(t *testing.T, leased, released bool) {
-		if !leased {
-			t.Fatal("the second receipt was not handed off leased: the scenario did not happen")
-		}
-		if !released {
-			t.Fatal("after the stop, the receipt handed off and not taken still waits for its lease")
-		}
+	leased, attempts := stopWithOneWaiting(t, postgresHarness.open(t), pgDialect, false)
+	if !leased {
+		t.Fatal("the second receipt was not handed off leased: the scenario did not happen")
 	}
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		leased, released := stopWithOneWaiting(t, postgresHarness.open(t), pgDialect, nil)
-		check(t, leased, released)
-	})
-	t.Run("postgres/broken-no-release", func(t *testing.T) {
-		t.Parallel()
-		leased, released := stopWithOneWaiting(t, postgresHarness.open(t), pgDialect, noRelease[pgx.Tx])
-		if !leased || released {
-			t.Fatalf("leased %v, released %v with a release that does nothing; the test would not notice", leased, released)
+	if len(attempts) != 1 || attempts[0] != 1 {
+		t.Fatalf("the receipt waiting at the stop ran at attempts %v before Run returned, want [1]", attempts)
+	}
+}
+
+// The broken variant: a stop that drops what waits leaves it unprocessed, its lease
+// and its attempt taken.
+func TestHandoff_BrokenStopAbandoningIsCaught(t *testing.T) {
+	t.Parallel()
+	leased, attempts := stopWithOneWaiting(t, postgresHarness.open(t), pgDialect, true)
+	if !leased || len(attempts) != 0 {
+		t.Fatalf("leased %v, attempts %v with a stop that drops the hand-offs; the test would not notice", leased, attempts)
+	}
+}
+
+// waitedLong hands a receipt to a worker held in another one's handler for more than
+// an eighth of a lease (less than half), and returns the attempts its handler ran at
+// and how many lease extensions the workers made.
+func waitedLong[TTx any](t *testing.T, w *world[TTx], stale bool) (attempts []int, extensions int64) {
+	t.Helper()
+	const lease = 8 * time.Second
+	counter := &extensionCounter[TTx]{}
+	d := &pausingDriver[TTx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
+		return &countingExtender{Executor: ex, n: &counter.n}
+	}}
+	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
+		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, Lease: lease, PollInterval: time.Hour}})
+	if stale {
+		inbox.StaleHandoffsForTest()
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	var mu sync.Mutex
+	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
+		if ev.ID == "evt_first" {
+			close(started)
+			<-release
+		} else {
+			mu.Lock()
+			attempts = append(attempts, ev.Attempt)
+			mu.Unlock()
 		}
+		return w.effect(ctx, tx, ev)
 	})
+	startWorkers(t, inbox)
+	t.Cleanup(unblock)
+	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
+	<-started
+	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_second", "invoice.paid", "in_1", 1))
+	time.Sleep(lease/8 + 500*time.Millisecond) // the wait the test is about, not a wait for state
+	unblock()
+	waitFor(t, "both processed", func() bool {
+		return w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state = 'processed'`) == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]int(nil), attempts...), counter.n.Load()
 }
 
-// noRelease is the broken variant: lease extensions, and so the release at a stop,
-// do nothing.
-func noRelease[TTx any](d driver.Driver[TTx]) driver.Driver[TTx] {
-	return &pausingDriver[TTx]{Driver: d, wrap: func(ex driver.Executor) driver.Executor { return &leaseKeeper{Executor: ex} }}
+type extensionCounter[TTx any] struct{ n atomic.Int64 }
+
+// countingExtender counts InboxExtendLease calls.
+type countingExtender struct {
+	driver.Executor
+	n *atomic.Int64
 }
 
-type leaseKeeper struct{ driver.Executor }
+func (c *countingExtender) InboxExtendLease(ctx context.Context, keys []hookinboxtype.Key, lease time.Duration) (int, error) {
+	c.n.Add(1)
+	return c.Executor.InboxExtendLease(ctx, keys, lease)
+}
 
-func (*leaseKeeper) InboxExtendLease(context.Context, []hookinboxtype.Key, time.Duration) (int, error) {
-	return 0, nil
+// A hand-off that waited for a busy worker longer than an eighth of its lease gets a
+// fresh lease before it is processed, as a claim would take one, so that its
+// transaction keeps about a claimed batch's deadline.
+func TestHandoff_WaitedLongGetsAFreshLease(t *testing.T) {
+	t.Parallel()
+	attempts, extensions := waitedLong(t, postgresHarness.open(t), false)
+	if len(attempts) != 1 || attempts[0] != 1 || extensions != 1 {
+		t.Fatalf("the receipt that waited ran at attempts %v after %d lease extensions, want [1] after 1", attempts, extensions)
+	}
+}
+
+// The broken variant: processed under the insert's lease, without the extension.
+func TestHandoff_BrokenStaleLeaseIsCaught(t *testing.T) {
+	t.Parallel()
+	if _, extensions := waitedLong(t, postgresHarness.open(t), true); extensions != 0 {
+		t.Fatalf("%d lease extensions with the extension off; the test would not notice", extensions)
+	}
 }

@@ -50,8 +50,12 @@ type Inbox[TTx any] struct {
 	// (handoff.go).
 	handoff handoff
 	// processParked is the pause test's broken variant: workers process receipts
-	// parked at their insert.
-	processParked bool
+	// parked at their insert; staleHandoffs, the hand-off test's: workers process
+	// hand-offs under the lease they got at the insert, however long they waited.
+	processParked, staleHandoffs bool
+	// abandonHandoffs is the stop test's broken variant: a stop drops the receipts
+	// that wait for the workers.
+	abandonHandoffs bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]

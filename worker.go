@@ -25,25 +25,32 @@ import (
 // When ctx is cancelled, workers stop claiming and Run returns once every event in
 // progress has finished or, past its lease, been abandoned; an abandoned event keeps
 // its counted attempt and is claimed again when its lease ends. Receipts handed off
-// that no worker took keep theirs too, and are claimable at once. Nothing is lost.
+// and not yet taken are processed before Run returns, as claimed batches are.
+// Nothing is lost.
 func (i *Inbox[TTx]) Run(ctx context.Context) error {
 	endpoints := i.workerEndpoints()
 	if len(endpoints) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	i.openHandoff()
-	defer i.closeHandoff(ctx)
+	if i.openHandoff() {
+		defer i.closeHandoff(ctx, fmt.Sprintf("%s/%d/stop", host(), os.Getpid()))
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { i.listen(ctx) })
-	host, _ := os.Hostname()
 	for n := range i.worker.Concurrency {
 		// The name each attempt of this worker is recorded under in the history.
-		worker := fmt.Sprintf("%s/%d/%d", host, os.Getpid(), n)
+		worker := fmt.Sprintf("%s/%d/%d", host(), os.Getpid(), n)
 		wg.Go(func() { i.workLoop(ctx, endpoints, worker) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// host is the machine's name, for the workers' names.
+func host() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 func (i *Inbox[TTx]) workerEndpoints() []string {
@@ -83,11 +90,11 @@ func (i *Inbox[TTx]) workLoop(ctx context.Context, endpoints []string, worker st
 func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker string) {
 	for ctx.Err() == nil {
 		i.pending.Store(false) // the claim, or the take, sees every receipt announced before it
-		if batch, leasedAt := i.handoff.take(i.worker.BatchSize); len(batch) > 0 {
-			if i.handoff.waiting() {
-				i.notifyWorkers() // as after a full claim: more is waiting
-			}
-			i.processBatch(ctx, batch, leasedAt, worker)
+		// Hand-offs first, but a claim at least every poll interval (and second), so
+		// that retries that came due and other processes' receipts are not held back
+		// by a sustained load of hand-offs.
+		claimDue := time.Since(time.Unix(0, i.lastClaim.Load())) >= max(i.worker.PollInterval, time.Second)
+		if !claimDue && i.processHandedOff(ctx, worker) {
 			continue
 		}
 		// The lease is counted from before the claim is sent: the database's own
@@ -109,6 +116,9 @@ func (i *Inbox[TTx]) drain(ctx context.Context, endpoints []string, worker strin
 			return
 		}
 		if len(batch) == 0 {
+			if i.handoff.waiting() {
+				continue // a claim was due: now the hand-offs
+			}
 			return
 		}
 		if len(batch) == i.worker.BatchSize {
@@ -168,7 +178,8 @@ var errBatchFailed = errors.New("a receipt of the batch failed")
 // batch is split in halves, each processed the same way, down to single receipts,
 // each in a transaction of its own, where a failure is recorded against that receipt
 // alone. A batch of 25 with one failing receipt takes about ten transactions so, not
-// 26. Every receipt's attempt was counted by the claim either way, and each ends as
+// 26. Every receipt's attempt was counted by the claim (or the insert that leased it,
+// handoff.go) either way, and each ends as
 // one row of the attempt history under worker's name (a rolled-back part records
 // none: its receipts' attempts end in the parts after it).
 func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Receipt, leaseStart time.Time, worker string) {
@@ -176,7 +187,8 @@ func (i *Inbox[TTx]) processBatch(ctx context.Context, batch []*hookinboxtype.Re
 		_ = i.processClaimedBy(ctx, batch[0], leaseStart.Add(i.worker.Lease), worker)
 		return
 	}
-	// The claim just leased the whole batch. Each part's transaction may take half of
+	// The claim just leased the whole batch (or the insert did, at most a quarter of a
+	// lease ago: see drain). Each part's transaction may take half of
 	// the lease; after a failure, before the next part, the leases of the receipts
 	// still waiting are extended (they are still this worker's: each part ends half
 	// a lease after the extension), so that no receipt is ever processed after its
@@ -330,12 +342,15 @@ const (
 )
 
 // errParked reports that a receipt handed off at its insert was parked there: its
-// endpoint was paused (driver.InboxInsertParams.Lease). It waits for the resume.
+// endpoint was paused (driver.InboxInsertParams.Lease). It waits for the resume, or,
+// resumed already, for a claim.
 var errParked = errors.New("parked: its endpoint is paused")
 
-// unparked splits locked receipts into those to process and those parked.
+// unparked splits locked receipts into those to process and those parked at their
+// insert: parked still, or resumed since but never claimed (no attempt counted; a
+// claimed or leased receipt has one), which a claim is to take.
 func (i *Inbox[TTx]) unparked(locked []*hookinboxtype.Receipt) (ready, parked []*hookinboxtype.Receipt) {
-	isParked := func(r *hookinboxtype.Receipt) bool { return r.AvailableAt.Equal(driver.ParkedAt) }
+	isParked := func(r *hookinboxtype.Receipt) bool { return r.AvailableAt.Equal(driver.ParkedAt) || r.Attempts == 0 }
 	if i.processParked || !slices.ContainsFunc(locked, isParked) {
 		return locked, nil
 	}
