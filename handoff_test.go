@@ -155,6 +155,39 @@ func (l *leaseDropper) InboxInsertMany(ctx context.Context, ps []*driver.InboxIn
 	return l.Executor.InboxInsertMany(ctx, plain)
 }
 
+// heldWorker is a handler that holds its worker in evt_first's handler until unblock,
+// and records the attempts the other events ran at.
+type heldWorker struct {
+	started, release chan struct{}
+	unblock          func()
+	mu               sync.Mutex
+	seen             []int
+}
+
+// holdFirst registers a heldWorker on inbox's async endpoint.
+func holdFirst[TTx any](w *world[TTx], inbox *hookinbox.Inbox[TTx]) *heldWorker {
+	h := &heldWorker{started: make(chan struct{}), release: make(chan struct{})}
+	h.unblock = sync.OnceFunc(func() { close(h.release) })
+	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
+		if ev.ID == "evt_first" {
+			close(h.started)
+			<-h.release
+		} else {
+			h.mu.Lock()
+			h.seen = append(h.seen, ev.Attempt)
+			h.mu.Unlock()
+		}
+		return w.effect(ctx, tx, ev)
+	})
+	return h
+}
+
+func (h *heldWorker) attempts() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.seen...)
+}
+
 // stopWithOneWaiting hands two receipts to one worker, stops the workers while the
 // first one's handler runs, and reports whether the second was handed off leased,
 // and at which attempts its handler ran by the time Run returned.
@@ -164,32 +197,17 @@ func stopWithOneWaiting[TTx any](t *testing.T, w *world[TTx], dl dialect, abando
 	if abandon {
 		inbox.AbandonHandoffsForTest()
 	}
-	started, release := make(chan struct{}), make(chan struct{})
-	unblock := sync.OnceFunc(func() { close(release) })
-	var mu sync.Mutex
-	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
-		if ev.ID == "evt_first" {
-			close(started)
-			<-release
-		} else {
-			mu.Lock()
-			attempts = append(attempts, ev.Attempt)
-			mu.Unlock()
-		}
-		return w.effect(ctx, tx, ev)
-	})
+	held := holdFirst(w, inbox)
 	cancel, wait := startWorkers(t, inbox)
-	t.Cleanup(unblock) // runs before the workers' cleanup, which waits for the handler
+	t.Cleanup(held.unblock) // runs before the workers' cleanup, which waits for the handler
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
-	<-started
+	<-held.started
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_waiting", "invoice.paid", "in_1", 1))
 	leasedBefore = w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_waiting' AND attempts = 1 AND `+dl.leased) == 1
 	cancel() // the worker is in the first receipt's handler: it takes nothing more
-	unblock()
+	held.unblock()
 	wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return leasedBefore, append([]int(nil), attempts...)
+	return leasedBefore, held.attempts()
 }
 
 // On PostgreSQL only: SQLite's one writer, held by the blocked handler's transaction,
@@ -218,48 +236,31 @@ func TestHandoff_BrokenStopAbandoningIsCaught(t *testing.T) {
 // waitedLong hands a receipt to a worker held in another one's handler for more than
 // an eighth of a lease (less than half), and returns the attempts its handler ran at
 // and how many lease extensions the workers made.
-func waitedLong[TTx any](t *testing.T, w *world[TTx], stale bool) (attempts []int, extensions int64) {
+func waitedLong[TTx any](t *testing.T, w *world[TTx], stale bool) (attempts []int, extended int64) {
 	t.Helper()
 	const lease = 8 * time.Second
-	counter := &extensionCounter[TTx]{}
+	var extensions atomic.Int64
 	d := &pausingDriver[TTx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
-		return &countingExtender{Executor: ex, n: &counter.n}
+		return &countingExtender{Executor: ex, n: &extensions}
 	}}
 	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
 		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, Lease: lease, PollInterval: time.Hour}})
 	if stale {
 		inbox.StaleHandoffsForTest()
 	}
-	started, release := make(chan struct{}), make(chan struct{})
-	unblock := sync.OnceFunc(func() { close(release) })
-	var mu sync.Mutex
-	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx TTx, ev hookinbox.Event) error {
-		if ev.ID == "evt_first" {
-			close(started)
-			<-release
-		} else {
-			mu.Lock()
-			attempts = append(attempts, ev.Attempt)
-			mu.Unlock()
-		}
-		return w.effect(ctx, tx, ev)
-	})
+	held := holdFirst(w, inbox)
 	startWorkers(t, inbox)
-	t.Cleanup(unblock)
+	t.Cleanup(held.unblock)
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
-	<-started
+	<-held.started
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_second", "invoice.paid", "in_1", 1))
 	time.Sleep(lease/8 + 500*time.Millisecond) // the wait the test is about, not a wait for state
-	unblock()
+	held.unblock()
 	waitFor(t, "both processed", func() bool {
 		return w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state = 'processed'`) == 2
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	return append([]int(nil), attempts...), counter.n.Load()
+	return held.attempts(), extensions.Load()
 }
-
-type extensionCounter[TTx any] struct{ n atomic.Int64 }
 
 // countingExtender counts InboxExtendLease calls.
 type countingExtender struct {
