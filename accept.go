@@ -66,23 +66,30 @@ const acceptTimeout = 10 * time.Second
 
 // newAccepter returns the accept path's group commit. handOff is told of every batch
 // whose statement succeeded, with a time no later than its start: the receipts it
-// leased go to the workers from there (handoff.go).
+// leased go to the workers from there (handoff.go). handBack is told of every batch
+// whose failure is final for its receipts (it is not split and flushed again): the
+// room of those leased is free again, whether or not their receivers still wait.
 func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo),
-	handOff func(batch []*driver.InboxInsertParams, inserted []bool, at time.Time)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
+	handOff func(batch []*driver.InboxInsertParams, inserted []bool, at time.Time),
+	handBack func(batch []*driver.InboxInsertParams)) *groupcommit.Committer[*driver.InboxInsertParams, bool] {
+	// A row the database refuses fails its whole statement; halving isolates it, so
+	// its neighbours are committed and only its sender is refused. An unreachable
+	// database fails every half alike: no point in splitting then.
+	split := func(err error) bool {
+		return !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded)
+	}
 	return groupcommit.New(groupcommit.Config{
 		Flushers: c.Flushers, MaxBatch: c.MaxBatch, QueueSize: c.QueueSize, Timeout: acceptTimeout,
-		// A row the database refuses fails its whole statement; halving isolates it,
-		// so its neighbours are committed and only its sender is refused. An
-		// unreachable database fails every half alike: no point in splitting then.
-		SplitFunc: func(err error) bool {
-			return !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded)
-		},
+		SplitFunc: split,
 	}, func(ctx context.Context, batch []*driver.InboxInsertParams) ([]bool, error) {
 		start := time.Now()
 		inserted, err := insertBatch(ctx, ex, batch)
 		observe(GroupInfo{Kind: GroupAccept, Size: len(batch), Failed: err != nil, Latency: time.Since(start)})
-		if err == nil {
+		switch {
+		case err == nil:
 			handOff(batch, inserted, start)
+		case len(batch) == 1 || !split(err): // as groupcommit decides: its last flush of these
+			handBack(batch)
 		}
 		return inserted, err
 	})

@@ -66,3 +66,10 @@ func (i *Inbox[TTx]) StaleHandoffsForTest() { i.staleHandoffs = true }
 // AbandonHandoffsForTest makes Run's stop drop the receipts that wait for its workers:
 // the stop test's broken variant.
 func (i *Inbox[TTx]) AbandonHandoffsForTest() { i.abandonHandoffs = true }
+
+// HandoffRoomForTest returns how many more receipts may be leased to the workers.
+func (i *Inbox[TTx]) HandoffRoomForTest() int64 { return i.handoff.room.Load() }
+
+// RoomByReceiversForTest makes the receivers of failed batches return their room, not
+// the accept path's flusher: the room test's broken variant.
+func (i *Inbox[TTx]) RoomByReceiversForTest() { i.roomByReceivers = true }

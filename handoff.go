@@ -2,6 +2,7 @@ package hookinbox
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,24 @@ func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool,
 	}
 }
 
+// handBack returns the room of the receipts a failed batch of the accept path leased:
+// nothing of theirs was committed to hand off. Called by the accept path's flusher
+// once the failure is final, whether or not their receivers still wait: a receiver
+// whose context ended cannot know how its batch turned out, so room freed by the
+// receivers would leak with each batch that failed after they left, until a long
+// outage with clients hanging up left no room, and no hand-off, until the next Run.
+func (i *Inbox[TTx]) handBack(batch []*driver.InboxInsertParams) {
+	n := 0
+	for _, p := range batch {
+		if p.Lease > 0 {
+			n++
+		}
+	}
+	if n > 0 && !i.roomByReceivers {
+		i.handoff.unreserve(n)
+	}
+}
+
 // release ends the leases of receipts handed off that no worker will process (their
 // batch committed after the workers stopped), so that any process's workers claim
 // them at once. Their first attempts stay counted, unused: the one case where the
@@ -211,12 +230,15 @@ func (i *Inbox[TTx]) acceptAsync(ctx context.Context, ev Event) (Outcome, error)
 	inserted, err := i.accept(ctx, p)
 	switch {
 	case err != nil:
-		if leased && ctx.Err() == nil {
-			// The batch failed: nothing to hand off. (When the receiver's context
-			// ended instead, the batch may still commit and hand the receipt off;
-			// if it fails, one receipt's room stays taken until the next Run.)
-			i.handoff.unreserve(1)
+		switch {
+		case !leased:
+		case errors.Is(err, ErrOverloaded):
+			i.handoff.unreserve(1) // never queued: no batch will hand it back
+		case i.roomByReceivers && ctx.Err() == nil:
+			i.handoff.unreserve(1) // the broken variant: leaks when the receiver left first
 		}
+		// Otherwise its batch runs on and returns its room, by handOff or
+		// handBack, even when the receiver's context ended first.
 		return "", err
 	case !inserted:
 		return OutcomeDuplicate, nil // its room was returned by handOff

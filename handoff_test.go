@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,5 +290,88 @@ func TestHandoff_BrokenStaleLeaseIsCaught(t *testing.T) {
 	t.Parallel()
 	if _, extensions := waitedLong(t, postgresHarness.open(t), true); extensions != 0 {
 		t.Fatalf("%d lease extensions with the extension off; the test would not notice", extensions)
+	}
+}
+
+// roomAfterALeftReceiversBatchFailed has the receipt that takes the workers' only room
+// fail in its batch after its receiver's context ended, and returns the room the
+// workers have once that batch is over (a later batch, queued behind it on the one
+// flusher, has committed).
+func roomAfterALeftReceiversBatchFailed(t *testing.T, receiversReturnRoom bool) int64 {
+	t.Helper()
+	w := postgresHarness.open(t)
+	entered, fail := make(chan struct{}), make(chan struct{})
+	d := &pausingDriver[pgx.Tx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
+		return &failingInsert{Executor: ex, eventID: "evt_fails", entered: entered, fail: fail}
+	}}
+	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
+		accept: hookinbox.GroupConfig{Flushers: 1},
+		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, PollInterval: time.Hour}})
+	if receiversReturnRoom {
+		inbox.RoomByReceiversForTest()
+	}
+	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error { return nil })
+	startWorkers(t, inbox)
+	if room := inbox.HandoffRoomForTest(); room != 1 {
+		t.Fatalf("room %d with one worker taking batches of one, want 1", room)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan error)
+	go func() {
+		_, err := inbox.Receive(ctx, invoiceEvent(epAsync, "evt_fails", "invoice.paid", "in_1", 1))
+		left <- err
+	}()
+	<-entered // its batch is at the database, holding the only room
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the receiver that left got %v, want context.Canceled", err)
+	}
+	behind := make(chan hookinbox.Outcome)
+	go func() { behind <- mustReceive(t, inbox, invoiceEvent(epAsync, "evt_behind", "invoice.paid", "in_1", 1)) }()
+	waitFor(t, "the second receipt queued behind the first batch", func() bool { return inbox.AcceptQueuedForTest() == 1 })
+	close(fail)
+	if out := <-behind; out != hookinbox.OutcomeAccepted {
+		t.Fatalf("the receipt queued behind was %s, want accepted", out)
+	}
+	return inbox.HandoffRoomForTest()
+}
+
+// failingInsert fails the batch holding eventID once fail is closed, after saying so
+// on entered; other batches go to the database.
+type failingInsert struct {
+	driver.Executor
+	eventID       string
+	entered, fail chan struct{}
+}
+
+func (f *failingInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	for _, p := range ps {
+		if p.Key.EventID == f.eventID {
+			close(f.entered)
+			<-f.fail
+			return nil, fmt.Errorf("the test's failed batch: %w", driver.ErrUnavailable)
+		}
+	}
+	return f.Executor.InboxInsertMany(ctx, ps)
+}
+
+// A batch that fails returns the room its leased receipts held, even when their
+// receivers stopped waiting first (a sender that hung up during an outage): room that
+// leaked with each such batch would, after a long outage, turn the hand-off off until
+// the next Run.
+func TestHandoff_RoomComesBackWhenABatchFailsAfterItsReceiverLeft(t *testing.T) {
+	t.Parallel()
+	if room := roomAfterALeftReceiversBatchFailed(t, false); room != 1 {
+		t.Fatalf("room %d after the failed batch, want 1: it leaked", room)
+	}
+}
+
+// The broken variant: the receivers return the room of a failed batch, so one that
+// left first never does.
+func TestHandoff_BrokenRoomByReceiversIsCaught(t *testing.T) {
+	t.Parallel()
+	if room := roomAfterALeftReceiversBatchFailed(t, true); room != 0 {
+		t.Fatalf("room %d with the receivers returning it; the test would not notice", room)
 	}
 }

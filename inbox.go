@@ -56,6 +56,9 @@ type Inbox[TTx any] struct {
 	// abandonHandoffs is the stop test's broken variant: a stop drops the receipts
 	// that wait for the workers.
 	abandonHandoffs bool
+	// roomByReceivers is the room test's broken variant: the receivers of failed
+	// batches return their room, as they once did, not the flusher.
+	roomByReceivers bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
@@ -124,7 +127,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 	if err := accept.validate("accept"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
 	}
-	i.accepter = newAccepter(d.Executor(), accept, i.observeGroup, i.handOff)
+	i.accepter = newAccepter(d.Executor(), accept, i.observeGroup, i.handOff, i.handBack)
 	sync := config.Sync.withDefaults(syncFlushers, 32)
 	if err := sync.validate("sync"); err != nil {
 		return nil, fmt.Errorf("hookinbox: %w", err)
