@@ -73,3 +73,7 @@ func (i *Inbox[TTx]) HandoffRoomForTest() int64 { return i.handoff.room.Load() }
 // RoomByReceiversForTest makes the receivers of failed batches return their room, not
 // the accept path's flusher: the room test's broken variant.
 func (i *Inbox[TTx]) RoomByReceiversForTest() { i.roomByReceivers = true }
+
+// ClaimBatchesForTest leaves ReceiveBatch's async receipts to the claims: the batch
+// hand-off test's broken variant.
+func (i *Inbox[TTx]) ClaimBatchesForTest() { i.claimBatches = true }

@@ -375,3 +375,52 @@ func TestHandoff_BrokenRoomByReceiversIsCaught(t *testing.T) {
 		t.Fatalf("room %d with the receivers returning it; the test would not notice", room)
 	}
 }
+
+// batchWhileHeld receives two events in one ReceiveBatch while the only worker is held
+// in another receipt's handler, and reports how many of the two were inserted leased
+// (handed off), and at which attempts their handlers ran once the worker was free.
+func batchWhileHeld(t *testing.T, claimBatches bool) (leased int, attempts []int) {
+	t.Helper()
+	w := postgresHarness.open(t)
+	inbox := buildTestInbox(t, w.newDriver(t, 4), setupOpts{noBilling: true,
+		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 4, PollInterval: time.Hour}})
+	if claimBatches {
+		inbox.ClaimBatchesForTest()
+	}
+	held := holdFirst(w, inbox)
+	startWorkers(t, inbox)
+	t.Cleanup(held.unblock)
+	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
+	<-held.started
+	outs, err := inbox.ReceiveBatch(context.Background(), []hookinbox.Event{
+		invoiceEvent(epAsync, "evt_a", "invoice.paid", "in_2", 1),
+		invoiceEvent(epAsync, "evt_b", "invoice.paid", "in_3", 1),
+	})
+	if err != nil || outs[0] != hookinbox.OutcomeAccepted || outs[1] != hookinbox.OutcomeAccepted {
+		t.Fatalf("ReceiveBatch: %v, %v; want both accepted", outs, err)
+	}
+	leased = w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id IN ('evt_a', 'evt_b') AND attempts = 1 AND `+pgDialect.leased)
+	held.unblock()
+	waitFor(t, "all three processed", func() bool {
+		return w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE state = 'processed'`) == 3
+	})
+	return leased, held.attempts()
+}
+
+// ReceiveBatch's async receipts (SendGrid's event arrays) are handed to the workers
+// as a receiver's are: inserted leased, and processed at their first attempt.
+func TestHandoff_ReceiveBatchHandsOff(t *testing.T) {
+	t.Parallel()
+	leased, attempts := batchWhileHeld(t, false)
+	if leased != 2 || len(attempts) != 2 || attempts[0] != 1 || attempts[1] != 1 {
+		t.Fatalf("%d of 2 inserted leased, processed at attempts %v; want 2, at [1 1]", leased, attempts)
+	}
+}
+
+// The broken variant: ReceiveBatch leaves its receipts to the claims.
+func TestHandoff_BrokenBatchesClaimedIsCaught(t *testing.T) {
+	t.Parallel()
+	if leased, _ := batchWhileHeld(t, true); leased != 0 {
+		t.Fatalf("%d receipts inserted leased with the batch hand-off off; the test would not notice", leased)
+	}
+}

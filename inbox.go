@@ -59,6 +59,9 @@ type Inbox[TTx any] struct {
 	// roomByReceivers is the room test's broken variant: the receivers of failed
 	// batches return their room, as they once did, not the flusher.
 	roomByReceivers bool
+	// claimBatches is the batch hand-off test's broken variant: ReceiveBatch's
+	// receipts are left to the claims, as they once were.
+	claimBatches bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"sort"
 	"strings"
 
@@ -65,7 +66,8 @@ func isRefusal(err error) bool {
 // On an async endpoint the receipts are inserted by one statement (up to
 // Config.Accept's MaxBatch a statement): all or none, unless the database refuses one
 // event's row, which is then isolated (the statement split until it stands alone) so
-// that the others are recorded. On a sync or hybrid endpoint the events are received
+// that the others are recorded; while Run's workers have room, they are inserted
+// leased to them and handed over in memory, as Receive's are. On a sync or hybrid endpoint the events are received
 // as a group of sync deliveries is, in one transaction (up to Config.Sync's MaxBatch
 // a transaction): a savepoint each, or one call of a set-based handler per
 // registration; an event whose handler fails is rolled back alone — kept as pending on
@@ -119,7 +121,9 @@ func (i *Inbox[TTx]) ReceiveBatch(ctx context.Context, evs []Event) ([]Outcome, 
 }
 
 // acceptBatch inserts the batch's receipts, pending, or ignored (processed) for events
-// with no handler: one statement a chunk, split on a row the database refuses.
+// with no handler: one statement a chunk, split on a row the database refuses. The
+// pending ones are leased to this process's workers while they have room, and handed
+// to them once their chunk committed, as acceptAsync's are (handoff.go).
 func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcome, failed map[int]error) {
 	var (
 		params []*driver.InboxInsertParams
@@ -134,13 +138,18 @@ func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcom
 		firsts = append(firsts, k)
 		if i.handler(ev.Endpoint, ev.Type) == nil {
 			params = append(params, i.receiptParams(ev, true, OutcomeIgnored))
-		} else {
-			params = append(params, i.receiptParams(ev, false, ""))
+			continue
 		}
+		p := i.receiptParams(ev, false, "")
+		if !i.claimBatches && i.handoff.reserve() {
+			p.Lease = i.worker.Lease // handed to this process's workers, as acceptAsync's
+		}
+		params = append(params, p)
 	}
-	accepted := false
+	announce := false
 	var insert func(lo, hi int)
 	insert = func(lo, hi int) {
+		start := time.Now()
 		inserted, err := i.driver.Executor().InboxInsertMany(ctx, params[lo:hi])
 		if err != nil {
 			if hi-lo > 1 && !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
@@ -150,11 +159,13 @@ func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcom
 				insert(mid, hi)
 				return
 			}
+			i.handBack(params[lo:hi])
 			for j := lo; j < hi; j++ {
 				failed[firsts[j]] = err
 			}
 			return
 		}
+		i.handOff(params[lo:hi], inserted, start)
 		for j := lo; j < hi; j++ {
 			k := firsts[j]
 			switch {
@@ -163,7 +174,8 @@ func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcom
 			case params[j].Processed:
 				outs[k] = OutcomeIgnored
 			default:
-				outs[k], accepted = OutcomeAccepted, true
+				outs[k] = OutcomeAccepted
+				announce = announce || params[j].Lease <= 0
 			}
 		}
 	}
@@ -180,8 +192,8 @@ func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcom
 			}
 		}
 	}
-	if accepted {
-		i.announce()
+	if announce {
+		i.announce() // the receipts not handed off
 	}
 }
 
