@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hookinbox/hookinbox/driver"
 )
