@@ -77,3 +77,10 @@ func (i *Inbox[TTx]) RoomByReceiversForTest() { i.roomByReceivers = true }
 // ClaimBatchesForTest leaves ReceiveBatch's async receipts to the claims: the batch
 // hand-off test's broken variant.
 func (i *Inbox[TTx]) ClaimBatchesForTest() { i.claimBatches = true }
+
+// HandedOffForTest returns how many receipts the workers took from the hand-off.
+func (i *Inbox[TTx]) HandedOffForTest() int64 { return i.handoff.taken.Load() }
+
+// UntracedHandoffsForTest hands receipts off without their trace context: the trace
+// test's broken variant.
+func (i *Inbox[TTx]) UntracedHandoffsForTest() { i.untracedHandoffs = true }

@@ -62,6 +62,9 @@ type Inbox[TTx any] struct {
 	// claimBatches is the batch hand-off test's broken variant: ReceiveBatch's
 	// receipts are left to the claims, as they once were.
 	claimBatches bool
+	// untracedHandoffs is the trace test's broken variant: receipts are handed off
+	// without the trace context of the request that brought them.
+	untracedHandoffs bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]

@@ -228,32 +228,53 @@ func startTracedWorkers(t *testing.T, inbox *hookinbox.Inbox[pgx.Tx]) {
 
 // An async delivery's trace ends with its receipt; the worker's attempt, a later
 // transaction, is a trace of its own that links to the span that received it, with
-// the handler beneath it.
+// the handler beneath it: whether a claim took the receipt from the database (the
+// workers started after it was accepted) or it was handed to running workers in
+// memory (handoff.go).
 func TestTrace_AsyncAttemptLinksToReceivingSpan(t *testing.T) {
 	t.Parallel()
-	for _, broken := range []bool{false, true} {
-		t.Run(map[bool]string{false: "real", true: "broken_no_stored_trace"}[broken], func(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		handedOff, broken bool
+	}{
+		{name: "claimed"},
+		{name: "broken_no_stored_trace", broken: true},
+		{name: "handed_off", handedOff: true},
+		{name: "broken_handed_off_without_trace", handedOff: true, broken: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			rec := newSpanRecorder(t)
 			b := setup(t, setupOpts{tracer: rec.tp})
 			srv := b.serve(t, b.inbox)
+			if c.handedOff {
+				if c.broken {
+					b.inbox.UntracedHandoffsForTest()
+				}
+				startWorkers(t, b.inbox)
+			}
 			ev := invoiceEvent(epAsync, "evt_trace_async", "invoice.paid", "in_trace_async", 900)
 			if a := postEvent(t, srv, ev); a.outcome != "accepted" {
 				t.Fatalf("answer %+v", a)
 			}
-			if broken {
+			if c.broken && !c.handedOff {
 				// A receiver that keeps no trace context with the receipt.
 				if _, err := b.db.Pool.Exec(b.ctx, `UPDATE hookinbox_inbox SET trace_parent = NULL`); err != nil {
 					t.Fatal(err)
 				}
 			}
-			startTracedWorkers(t, b.inbox)
+			if !c.handedOff {
+				startTracedWorkers(t, b.inbox)
+			}
 			spans := rec.waitFor(t, "POST async", "hookinbox.receive", "hookinbox.attempt async")
+			if taken := b.inbox.HandedOffForTest(); c.handedOff != (taken == 1) {
+				t.Fatalf("%d receipts taken from the hand-off: the scenario did not happen", taken)
+			}
 			receive, attempt := mustSpan(t, spans, "hookinbox.receive"), mustSpan(t, spans, "hookinbox.attempt async")
 			err := linkedTo(attempt, receive)
-			if broken {
+			if c.broken {
 				if err == nil {
-					t.Fatal("an attempt with no stored trace context was taken as linked")
+					t.Fatal("an attempt with no trace context kept was taken as linked")
 				}
 				return
 			}
