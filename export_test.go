@@ -84,3 +84,7 @@ func (i *Inbox[TTx]) HandedOffForTest() int64 { return i.handoff.taken.Load() }
 // UntracedHandoffsForTest hands receipts off without their trace context: the trace
 // test's broken variant.
 func (i *Inbox[TTx]) UntracedHandoffsForTest() { i.untracedHandoffs = true }
+
+// StopWithoutWaitingForTest makes Run's stop close the hand-off without waiting for
+// the accept batches in flight: the stop test's other broken variant.
+func (i *Inbox[TTx]) StopWithoutWaitingForTest() { i.stopWithoutWaiting = true }

@@ -43,6 +43,10 @@ type handoff struct {
 	n    int // receipts in q
 	// taken counts the receipts workers took from the hand-off.
 	taken atomic.Int64
+	// inflight counts the receipts reserved whose batch has not settled (handed off,
+	// or handed back); settled has a token when it fell to zero.
+	inflight atomic.Int64
+	settled  chan struct{}
 }
 
 // handedOff is the receipts one batch of the accept path leased, and a time no later
@@ -70,13 +74,18 @@ func (i *Inbox[TTx]) openHandoff() bool {
 
 // closeHandoff ends the hand-off once the workers stopped, and processes what waited
 // for them, as the workers finish the batches they claimed: a hand-off is a claimed
-// batch, its attempt counted. Batches committed after this are released by their
-// flusher (handOff) with their attempt counted and unused: only those in flight at
-// the stop.
+// batch, its attempt counted. It first takes no more reservations and waits for the
+// batches in flight to settle (each is bounded by acceptTimeout), so that their
+// receipts are processed too: a batch that commits after the hand-off closed is
+// released by its flusher (handOff) with its attempt counted and unused, which at an
+// attempt limit of 1 would send a receipt to review unprocessed.
 func (i *Inbox[TTx]) closeHandoff(ctx context.Context, worker string) {
 	h := &i.handoff
-	h.mu.Lock()
 	h.room.Store(handoffClosed)
+	if !i.stopWithoutWaiting {
+		h.awaitSettled(acceptTimeout + time.Second)
+	}
+	h.mu.Lock()
 	h.open = false
 	if i.abandonHandoffs {
 		h.q, h.n = nil, 0 // the stop test's broken variant
@@ -86,11 +95,19 @@ func (i *Inbox[TTx]) closeHandoff(ctx context.Context, worker string) {
 	}
 }
 
-// reserve takes room for one receipt, if the workers have any.
+// reserve takes room for one receipt, if the workers have any. A receipt reserved is
+// in flight until its batch settles it.
 func (h *handoff) reserve() bool {
+	if h.room.Load() <= 0 {
+		return false
+	}
+	// Counted in flight before the room is taken: once closeHandoff closed the room,
+	// every reservation that succeeded is already counted.
+	h.inflight.Add(1)
 	for {
 		n := h.room.Load()
 		if n <= 0 {
+			h.settle(1)
 			return false
 		}
 		if h.room.CompareAndSwap(n, n-1) {
@@ -102,6 +119,29 @@ func (h *handoff) reserve() bool {
 // unreserve returns the room of n receipts that were not handed off (closed, the
 // room stays far below zero).
 func (h *handoff) unreserve(n int) { h.room.Add(int64(n)) }
+
+// settle ends n reservations' flight: their batch handed them off or back.
+func (h *handoff) settle(n int) {
+	if h.inflight.Add(int64(-n)) == 0 {
+		select {
+		case h.settled <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// awaitSettled waits up to d for every reservation to settle.
+func (h *handoff) awaitSettled(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for h.inflight.Load() > 0 {
+		select {
+		case <-h.settled:
+		case <-timer.C:
+			return
+		}
+	}
+}
 
 // give queues committed leased receipts for the workers; false once they stopped.
 func (h *handoff) give(u handedOff) bool {
@@ -152,8 +192,11 @@ func (h *handoff) waiting() bool {
 // path's flusher.
 func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool, at time.Time) {
 	var rs []*hookinboxtype.Receipt
-	duplicates := 0
+	duplicates, leased := 0, 0
 	for n, p := range batch {
+		if p.Lease > 0 {
+			leased++
+		}
 		switch {
 		case p.Lease <= 0:
 		case !inserted[n]:
@@ -168,6 +211,7 @@ func (i *Inbox[TTx]) handOff(batch []*driver.InboxInsertParams, inserted []bool,
 		}
 	}
 	i.handoff.unreserve(duplicates)
+	defer i.handoff.settle(leased) // after they are queued, or released
 	if len(rs) == 0 {
 		return
 	}
@@ -203,6 +247,7 @@ func (i *Inbox[TTx]) handBack(batch []*driver.InboxInsertParams) {
 	if n > 0 && !i.roomByReceivers {
 		i.handoff.unreserve(n)
 	}
+	i.handoff.settle(n)
 }
 
 // release ends the leases of receipts handed off that no worker will process (their
@@ -241,6 +286,7 @@ func (i *Inbox[TTx]) acceptAsync(ctx context.Context, ev Event) (Outcome, error)
 		case !leased:
 		case errors.Is(err, ErrOverloaded):
 			i.handoff.unreserve(1) // never queued: no batch will hand it back
+			i.handoff.settle(1)
 		case i.roomByReceivers && ctx.Err() == nil:
 			i.handoff.unreserve(1) // the broken variant: leaks when the receiver left first
 		}

@@ -430,3 +430,88 @@ func TestHandoff_BrokenBatchesClaimedIsCaught(t *testing.T) {
 		t.Fatalf("%d receipts inserted leased with the batch hand-off off; the test would not notice", leased)
 	}
 }
+
+// stopWithABatchInFlight stops the workers while the batch of a leased receipt is at
+// the database, lets it commit once the stop has begun, and returns the receipt's
+// state and attempts once Run returned, and the attempts its handler ran at.
+func stopWithABatchInFlight(t *testing.T, withoutWaiting bool) (state string, attempts []int) {
+	t.Helper()
+	w := postgresHarness.open(t)
+	entered, commit := make(chan struct{}), make(chan struct{})
+	d := &pausingDriver[pgx.Tx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
+		return &heldInsert{Executor: ex, eventID: "evt_in_flight", entered: entered, commit: commit}
+	}}
+	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
+		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, MaxAttempts: 1, PollInterval: time.Hour}})
+	if withoutWaiting {
+		inbox.StopWithoutWaitingForTest()
+	}
+	var mu sync.Mutex
+	inbox.Handle(epAsync, "invoice.paid", func(ctx context.Context, tx pgx.Tx, ev hookinbox.Event) error {
+		mu.Lock()
+		attempts = append(attempts, ev.Attempt)
+		mu.Unlock()
+		return w.effect(ctx, tx, ev)
+	})
+	cancel, wait := startWorkers(t, inbox)
+	received := make(chan error)
+	go func() {
+		_, err := inbox.Receive(context.Background(), invoiceEvent(epAsync, "evt_in_flight", "invoice.paid", "in_1", 1))
+		received <- err
+	}()
+	<-entered
+	stopped := make(chan struct{})
+	go func() { cancel(); wait(); close(stopped) }()
+	waitFor(t, "the stop closing the hand-off", func() bool { return inbox.HandoffRoomForTest() < 0 })
+	close(commit)
+	if err := <-received; err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	<-stopped
+	for _, st := range []string{"processed", "pending", "needs_review"} {
+		if w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_in_flight' AND attempts = 1 AND state = '`+st+`'`) == 1 {
+			state = st + " after 1"
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return state, attempts
+}
+
+// heldInsert holds the batch holding eventID at the database until commit is closed,
+// after saying so on entered.
+type heldInsert struct {
+	driver.Executor
+	eventID         string
+	entered, commit chan struct{}
+}
+
+func (h *heldInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+	for _, p := range ps {
+		if p.Key.EventID == h.eventID {
+			close(h.entered)
+			<-h.commit
+		}
+	}
+	return h.Executor.InboxInsertMany(ctx, ps)
+}
+
+// A stop waits for the accept batches in flight, so that their receipts are processed
+// before Run returns: released instead, with their first attempt counted and unused,
+// they would go to review unprocessed at an attempt limit of 1.
+func TestHandoff_StopWaitsForBatchesInFlight(t *testing.T) {
+	t.Parallel()
+	state, attempts := stopWithABatchInFlight(t, false)
+	if state != "processed after 1" || len(attempts) != 1 || attempts[0] != 1 {
+		t.Fatalf("the receipt in flight at the stop: %s, its handler run at attempts %v; want processed after 1, at [1]", state, attempts)
+	}
+}
+
+// The broken variant: a stop that does not wait leaves it pending, its only attempt
+// used.
+func TestHandoff_BrokenStopWithoutWaitingIsCaught(t *testing.T) {
+	t.Parallel()
+	if state, attempts := stopWithABatchInFlight(t, true); state != "pending after 1" || len(attempts) != 0 {
+		t.Fatalf("the receipt in flight at a stop that does not wait: %s, attempts %v; the test would not notice", state, attempts)
+	}
+}

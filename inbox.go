@@ -65,6 +65,9 @@ type Inbox[TTx any] struct {
 	// untracedHandoffs is the trace test's broken variant: receipts are handed off
 	// without the trace context of the request that brought them.
 	untracedHandoffs bool
+	// stopWithoutWaiting is the stop test's other broken variant: the hand-off closes
+	// without waiting for the accept batches in flight.
+	stopWithoutWaiting bool
 
 	// accepter commits the receipts of async endpoints and ignored events in batches.
 	accepter *groupcommit.Committer[*driver.InboxInsertParams, bool]
@@ -98,6 +101,7 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		config = &Config{}
 	}
 	i := &Inbox[TTx]{
+		handoff:   handoff{settled: make(chan struct{}, 1)},
 		driver:    d,
 		endpoints: make(map[string]*endpoint, len(config.Endpoints)),
 		worker:    config.Worker.WithDefaults(),
