@@ -95,7 +95,10 @@ Modes (--mode):
            processed it, the same server's sync billing endpoint gets the same
            senders, events and --duration or --count, and bench prints the ratio
            processed-async/processed-sync: how close asynchronous processing comes
-           to doing the work in the request.
+           to doing the work in the request. --rounds N repeats the two runs N
+           times, alternating, and prints each round's ratio and their median:
+           on a machine whose speed moves from one moment to the next, a single
+           ratio can be off by a tenth or more.
   dispatch first a backlog of --count (default 10000) outbox messages for the
            forward endpoint's --sink, written as handlers write them (a thousand a
            statement) with no dispatcher running; then the server starts, and
@@ -228,6 +231,7 @@ every event was processed or delivered within --timeout), 1 otherwise, 2 usage e
 	fl.IntVar(&c.Dispatchers, "dispatchers", config.DefaultOutboxConcurrency, "outbox deliveries in flight (outbox.concurrency) of forward and dispatch")
 	fl.IntVar(&c.SyncFlushers, "sync-flushers", 0, "shared transactions of sync deliveries in flight (group_commit.sync.flushers; default the server's)")
 	fl.IntVar(&c.AcceptFlushers, "accept-flushers", 0, "batch inserts of accepted receipts in flight (group_commit.accept.flushers; default the server's)")
+	fl.IntVar(&c.Rounds, "rounds", 1, "mixed: run the async and the sync run this many times, alternating, and print each ratio and their median")
 	fl.StringVar(&c.Backlog, "backlog", "http", "how drain inserts its backlog: http (accepted over HTTP) or receive (Inbox.Receive, no HTTP)")
 	fl.StringSliceVar(&c.Anchors, "anchor", []string{bench.AnchorPgbench, bench.AnchorNaive},
 		"anchors beside hookinbox in the same run, of sync and accept: pgbench, naive (the hand-written receiver), or none")
@@ -273,6 +277,10 @@ func (a *app) checkBenchFlags(cmd *cobra.Command, c *bench.Config, secretEnv str
 		return usagef("--timeout must be positive")
 	case c.RequestTimeout <= 0:
 		return usagef("--request-timeout must be positive")
+	case c.Rounds < 1:
+		return usagef("--rounds must be at least 1")
+	case changed("rounds") && c.Mode != bench.ModeMixed:
+		return usagef("--rounds is for --mode mixed")
 	case c.Backlog != "http" && c.Backlog != "receive":
 		return usagef("--backlog %q: want http or receive", c.Backlog)
 	case c.Schema != "" && !schemaName.MatchString(c.Schema):

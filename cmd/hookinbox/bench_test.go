@@ -63,6 +63,7 @@ func TestBench_CountsAreWhatTheDatabaseHolds(t *testing.T) {
 		{mode: "forward", args: []string{"--concurrency", "4"}, outcome: "accepted"},
 		{mode: "forward", args: []string{"--concurrency", "4", "--sink", "nats"}, outcome: "accepted"},
 		{mode: "mixed", args: []string{"--concurrency", "4", "--workers", "2"}, outcome: "accepted", receipts: 400, ledger: 400, outboxPending: 400},
+		{mode: "mixed", args: []string{"--concurrency", "4", "--workers", "2", "--rounds", "3"}, outcome: "accepted", receipts: 1200, ledger: 1200, outboxPending: 1200},
 	}
 	for _, tt := range tests {
 		name := strings.Join(append([]string{tt.mode}, tt.args...), "_")
@@ -157,6 +158,26 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					t.Errorf("mixed's sync run %+v and ratio %v, want 200 processed and a ratio", s, m.Ratio)
 				} else {
 					checkCPU(t, s.CPU, "request")
+				}
+				if !slices.Contains(tt.args, "--rounds") {
+					if len(m.Rounds) != 0 || m.MedianRatio != nil {
+						t.Errorf("one round reported rounds %+v, median %v", m.Rounds, m.MedianRatio)
+					}
+					break
+				}
+				if len(m.Rounds) != 3 || m.MedianRatio == nil || m.Rounds[0].Ratio != *m.Ratio {
+					t.Fatalf("rounds %+v, median %v: want 3, the first the report's own (ratio %v)", m.Rounds, m.MedianRatio, m.Ratio)
+				}
+				ratios := []float64{}
+				for _, rd := range m.Rounds {
+					if rd.Accepted != 200 || rd.Ratio <= 0 || rd.SyncRate <= 0 {
+						t.Errorf("round %+v, want 200 accepted and a ratio", rd)
+					}
+					ratios = append(ratios, rd.Ratio)
+				}
+				slices.Sort(ratios)
+				if *m.MedianRatio != ratios[1] {
+					t.Errorf("median %v of ratios %v, want %v", *m.MedianRatio, ratios, ratios[1])
 				}
 			}
 			checkPgbench(t, tt.mode, r.Pgbench)
@@ -331,6 +352,8 @@ func TestBench_RefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--sink", "nats"}, "--sink is for --mode forward"},
 		{[]string{"--mode", "forward", "--nats-url", "nats://127.0.0.1:4222"}, "--nats-url is for --sink nats"},
 		{[]string{"--mode", "mixed", "--anchor", "pgbench"}, "--anchor: --mode mixed has no anchor"},
+		{[]string{"--mode", "sync", "--rounds", "3"}, "--rounds is for --mode mixed"},
+		{[]string{"--mode", "mixed", "--rounds", "0"}, "--rounds must be at least 1"},
 		{[]string{"--count", "10", "--duration", "1s"}, "give --count or --duration, not both"},
 		{[]string{"--count", "0"}, "--count must be at least 1"},
 		{[]string{"--concurrency", "0"}, "--concurrency must be at least 1"},

@@ -84,6 +84,8 @@ type Config struct {
 	// of SinkNATS.
 	Sink    string
 	NATSURL string
+	// Rounds is how many times mixed runs its async and its sync run, alternating.
+	Rounds int
 	// Backlog is how drain inserts its backlog: "http" or "receive".
 	Backlog string
 	// Anchors are the anchors to run, where the mode and the database allow them.

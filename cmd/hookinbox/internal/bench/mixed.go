@@ -3,13 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
 )
 
 // MixedReport is mixed's figures: the async billing endpoint accepting while the
-// workers process, beside the sync billing endpoint under the same load.
+// workers process, beside the sync billing endpoint under the same load. Its fields
+// are the first round's; with --rounds above 1, Rounds holds every round.
 type MixedReport struct {
 	Workers int `json:"workers"`
 	// Accepted and AcceptRate are the async endpoint's accepted answers, and per
@@ -32,12 +34,27 @@ type MixedReport struct {
 	// Ratio is ProcessedRate / Sync.RequestRate: how fast async processing keeps up
 	// with the sync endpoint, which processes each event in its request.
 	Ratio *float64 `json:"ratio,omitempty"`
+	// Rounds, with --rounds above 1, is each round (an async run, its backlog
+	// processed, a sync run), the first one's being the fields above; MedianRatio
+	// is the median of their ratios. Adjacent runs share the machine's state of the
+	// moment, which on a shared machine moves a single ratio by a tenth or more.
+	Rounds      []MixedRound `json:"rounds,omitempty"`
+	MedianRatio *float64     `json:"median_ratio,omitempty"`
+}
+
+// MixedRound is one round of mixed.
+type MixedRound struct {
+	Accepted      int64   `json:"accepted"`
+	ProcessedRate float64 `json:"processed_rate"`
+	BacklogAtEnd  int64   `json:"backlog_at_end"`
+	SyncRate      float64 `json:"sync_rate"`
+	Ratio         float64 `json:"ratio"`
 }
 
 // runMixed measures the async billing endpoint against Server.Run, accepting with
 // the workers processing at once, then the sync billing endpoint of the same server
-// with the same load. Between the two the workers finish the backlog, so that the
-// sync run does not share the machine with them.
+// with the same load, --rounds times. Between the two the workers finish the
+// backlog, so that the sync run does not share the machine with them.
 func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *progress) error {
 	addr, stop, err := s.serve(ctx)
 	if err != nil {
@@ -46,15 +63,50 @@ func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *prog
 	defer stop()
 	mr := &MixedReport{Workers: rn.c.Workers}
 	r.Mixed = mr
+	rounds := max(rn.c.Rounds, 1)
+	var ratios []float64
+	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
+		into := mr
+		if round > 1 {
+			into = &MixedReport{Workers: rn.c.Workers}
+			s.checkpoint(ctx, r)
+		}
+		if !rn.mixedRound(ctx, s, addr, r, into, round == 1, p) {
+			break
+		}
+		if rounds > 1 && into.Ratio != nil {
+			ratios = append(ratios, *into.Ratio)
+			mr.Rounds = append(mr.Rounds, MixedRound{Accepted: into.Accepted, ProcessedRate: into.ProcessedRate,
+				BacklogAtEnd: into.BacklogAtEnd, SyncRate: into.Sync.RequestRate, Ratio: *into.Ratio})
+		}
+	}
+	if len(ratios) > 1 {
+		slices.Sort(ratios)
+		median := ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			median = round3((ratios[len(ratios)/2-1] + median) / 2)
+		}
+		mr.MedianRatio = &median
+	}
+	return stop()
+}
 
+// mixedRound runs one round into mr: the async run, its backlog, then the sync run.
+// The first round's async run is the report's own load (r). It returns false when
+// the round could not finish (interrupted, or the backlog was not processed within
+// --timeout, which r.Incomplete then says).
+func (rn *runner) mixedRound(ctx context.Context, s *inProcess, addr string, r *Report, mr *MixedReport, first bool, p *progress) bool {
 	spec, answered := rn.spec(s.endpointURL(addr, endpointName))
 	p.track("mixed", "requests", answered.Load)
 	before := s.obs.processed.Load()
+	failedBefore := s.obs.failed.Load()
 	res := runLoad(ctx, spec)
 	processed := s.obs.processed.Load() - before
 	end := time.Now()
 	p.untrack()
-	r.setLoad(res)
+	if first {
+		r.setLoad(res)
+	}
 	mr.Accepted = res.Outcomes[string(hookinbox.OutcomeAccepted)]
 	mr.ProcessedWhileAccepting = min(processed, mr.Accepted)
 	mr.BacklogAtEnd = mr.Accepted - mr.ProcessedWhileAccepting
@@ -62,9 +114,11 @@ func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *prog
 		mr.AcceptRate = round1(float64(mr.Accepted) / sec)
 		mr.ProcessedRate = round1(float64(mr.ProcessedWhileAccepting) / sec)
 	}
-	r.setRate(mr.ProcessedRate, "events/s")
+	if first {
+		r.setRate(mr.ProcessedRate, "events/s")
+	}
 	if ctx.Err() != nil {
-		return stop()
+		return false
 	}
 
 	p.track("backlog", "processed", s.obs.processed.Load)
@@ -73,13 +127,13 @@ func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *prog
 		time.Sleep(20 * time.Millisecond)
 	}
 	p.untrack()
-	mr.FailedAttempts = s.obs.failed.Load()
+	mr.FailedAttempts = s.obs.failed.Load() - failedBefore
 	if left := mr.Accepted - (s.obs.processed.Load() - before); left > 0 {
 		if ctx.Err() == nil {
 			r.Incomplete = fmt.Sprintf("%d of %d accepted events processed within --timeout %s: no sync run beside them",
 				mr.Accepted-left, mr.Accepted, rn.c.Timeout)
 		}
-		return stop()
+		return false
 	}
 	mr.DrainSeconds = round3(time.Since(end).Seconds())
 
@@ -94,5 +148,5 @@ func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *prog
 		ratio := round3(mr.ProcessedRate / mr.Sync.RequestRate)
 		mr.Ratio = &ratio
 	}
-	return stop()
+	return ctx.Err() == nil
 }

@@ -317,6 +317,17 @@ func (r *Report) writeMixed(w io.Writer) {
 	if m.Ratio != nil {
 		fmt.Fprintf(w, "%-10s %.3f (processed while accepting %.1f events/s / sync %.1f req/s, the same run)\n", "ratio", *m.Ratio, m.ProcessedRate, s.RequestRate)
 	}
+	if len(m.Rounds) > 1 {
+		ratios := make([]string, len(m.Rounds))
+		for n, rd := range m.Rounds {
+			ratios[n] = fmt.Sprintf("%.3f", rd.Ratio)
+		}
+		fmt.Fprintf(w, "%-10s %s", "rounds", strings.Join(ratios, ", "))
+		if m.MedianRatio != nil {
+			fmt.Fprintf(w, ": median %.3f", *m.MedianRatio)
+		}
+		fmt.Fprintf(w, " (each an async run, its backlog processed, then a sync run; the lines above are the first)\n")
+	}
 }
 
 // writeDetail prints an anchor's or a second run's errors, latency and CPU time,
