@@ -84,6 +84,10 @@ func newAccepter(ex driver.Executor, c GroupConfig, observe func(GroupInfo),
 	}, func(ctx context.Context, batch []*driver.InboxInsertParams) ([]bool, error) {
 		start := time.Now()
 		inserted, err := insertBatch(ctx, ex, batch)
+		if err == nil && len(inserted) != len(batch) {
+			// groupcommit would fail the batch for it after handOff: fail it here.
+			err = fmt.Errorf("hookinbox: %d results for a batch of %d", len(inserted), len(batch))
+		}
 		observe(GroupInfo{Kind: GroupAccept, Size: len(batch), Failed: err != nil, Latency: time.Since(start)})
 		switch {
 		case err == nil:

@@ -44,9 +44,10 @@ type handoff struct {
 	// taken counts the receipts workers took from the hand-off.
 	taken atomic.Int64
 	// inflight counts the receipts reserved whose batch has not settled (handed off,
-	// or handed back); settled has a token when it fell to zero.
-	inflight atomic.Int64
-	settled  chan struct{}
+	// or handed back); settled (settledCh) has a token when it fell to zero.
+	inflight    atomic.Int64
+	settledOnce sync.Once
+	settled     chan struct{}
 }
 
 // handedOff is the receipts one batch of the accept path leased, and a time no later
@@ -68,17 +69,21 @@ func (i *Inbox[TTx]) openHandoff() bool {
 		return false
 	}
 	h.open, h.q, h.n = true, nil, 0
-	h.room.Store(int64(i.worker.Concurrency * i.worker.BatchSize))
+	// Less what an earlier Run's stop left in flight (its wait ran out): those
+	// batches hand their receipts to this Run, or their room back, when they settle.
+	h.room.Store(int64(i.worker.Concurrency*i.worker.BatchSize) - h.inflight.Load())
 	return true
 }
 
 // closeHandoff ends the hand-off once the workers stopped, and processes what waited
 // for them, as the workers finish the batches they claimed: a hand-off is a claimed
 // batch, its attempt counted. It first takes no more reservations and waits for the
-// batches in flight to settle (each is bounded by acceptTimeout), so that their
+// batches in flight to settle (up to acceptTimeout and a second), so that their
 // receipts are processed too: a batch that commits after the hand-off closed is
 // released by its flusher (handOff) with its attempt counted and unused, which at an
-// attempt limit of 1 would send a receipt to review unprocessed.
+// attempt limit of 1 would send a receipt to review unprocessed. (A Run started
+// meanwhile, as any Run while another runs, leaves the hand-off to this one and only
+// claims.)
 func (i *Inbox[TTx]) closeHandoff(ctx context.Context, worker string) {
 	h := &i.handoff
 	h.room.Store(handoffClosed)
@@ -124,10 +129,15 @@ func (h *handoff) unreserve(n int) { h.room.Add(int64(n)) }
 func (h *handoff) settle(n int) {
 	if h.inflight.Add(int64(-n)) == 0 {
 		select {
-		case h.settled <- struct{}{}:
+		case h.settledCh() <- struct{}{}:
 		default:
 		}
 	}
+}
+
+func (h *handoff) settledCh() chan struct{} {
+	h.settledOnce.Do(func() { h.settled = make(chan struct{}, 1) })
+	return h.settled
 }
 
 // awaitSettled waits up to d for every reservation to settle.
@@ -136,7 +146,7 @@ func (h *handoff) awaitSettled(d time.Duration) {
 	defer timer.Stop()
 	for h.inflight.Load() > 0 {
 		select {
-		case <-h.settled:
+		case <-h.settledCh():
 		case <-timer.C:
 			return
 		}

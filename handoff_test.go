@@ -355,7 +355,10 @@ func (f *failingInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxI
 	for _, p := range ps {
 		if p.Key.EventID == f.eventID {
 			close(f.entered)
-			<-f.fail
+			select {
+			case <-f.fail:
+			case <-ctx.Done():
+			}
 			return nil, fmt.Errorf("the test's failed batch: %w", driver.ErrUnavailable)
 		}
 	}
@@ -463,6 +466,9 @@ func stopWithABatchInFlight(t *testing.T, withoutWaiting bool) (state string, at
 	stopped := make(chan struct{})
 	go func() { cancel(); wait(); close(stopped) }()
 	waitFor(t, "the stop closing the hand-off", func() bool { return inbox.HandoffRoomForTest() < 0 })
+	if withoutWaiting {
+		<-stopped // it returns without the batch: commit only then
+	}
 	close(commit)
 	if err := <-received; err != nil {
 		t.Fatalf("Receive: %v", err)
@@ -490,7 +496,11 @@ func (h *heldInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInse
 	for _, p := range ps {
 		if p.Key.EventID == h.eventID {
 			close(h.entered)
-			<-h.commit
+			select {
+			case <-h.commit:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 	return h.Executor.InboxInsertMany(ctx, ps)

@@ -101,7 +101,6 @@ func New[TTx any](d driver.Driver[TTx], config *Config) (*Inbox[TTx], error) {
 		config = &Config{}
 	}
 	i := &Inbox[TTx]{
-		handoff:   handoff{settled: make(chan struct{}, 1)},
 		driver:    d,
 		endpoints: make(map[string]*endpoint, len(config.Endpoints)),
 		worker:    config.Worker.WithDefaults(),

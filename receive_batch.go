@@ -150,7 +150,9 @@ func (i *Inbox[TTx]) acceptBatch(ctx context.Context, evs []Event, outs []Outcom
 	var insert func(lo, hi int)
 	insert = func(lo, hi int) {
 		start := time.Now()
-		inserted, err := i.driver.Executor().InboxInsertMany(ctx, params[lo:hi])
+		sctx, cancel := context.WithTimeout(ctx, acceptTimeout) // as an accept batch's
+		inserted, err := i.driver.Executor().InboxInsertMany(sctx, params[lo:hi])
+		cancel()
 		if err != nil {
 			if hi-lo > 1 && !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 				// One refused row fails its statement: halve until it stands alone.

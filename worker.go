@@ -26,8 +26,8 @@ import (
 // progress has finished or, past its lease, been abandoned; an abandoned event keeps
 // its counted attempt and is claimed again when its lease ends. Receipts handed off
 // and not yet taken are processed before Run returns, as claimed batches are, and so
-// are those of accept batches in flight at the stop, which it waits for (each is
-// bounded by the accept timeout).
+// are those of accept batches in flight at the stop, which it waits for, up to about
+// 11 s (the accept timeout and a second).
 // Nothing is lost.
 func (i *Inbox[TTx]) Run(ctx context.Context) error {
 	endpoints := i.workerEndpoints()

@@ -96,7 +96,8 @@ Modes (--mode):
            senders, events and --duration or --count, and bench prints the ratio
            processed-async/processed-sync: how close asynchronous processing comes
            to doing the work in the request. --rounds N repeats the two runs N
-           times, alternating, and prints each round's ratio and their median:
+           times, alternating, and prints each round's ratio and their median (the
+           other lines are the first round's, the groups every round's):
            on a machine whose speed moves from one moment to the next, a single
            ratio can be off by a tenth or more.
   dispatch first a backlog of --count (default 10000) outbox messages for the

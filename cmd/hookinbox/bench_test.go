@@ -165,15 +165,15 @@ SELECT (SELECT count(*) FROM hookinbox_inbox),
 					}
 					break
 				}
-				if len(m.Rounds) != 3 || m.MedianRatio == nil || m.Rounds[0].Ratio != *m.Ratio {
+				if len(m.Rounds) != 3 || m.MedianRatio == nil || m.Rounds[0].Ratio == nil || *m.Rounds[0].Ratio != *m.Ratio {
 					t.Fatalf("rounds %+v, median %v: want 3, the first the report's own (ratio %v)", m.Rounds, m.MedianRatio, m.Ratio)
 				}
 				ratios := []float64{}
 				for _, rd := range m.Rounds {
-					if rd.Accepted != 200 || rd.Ratio <= 0 || rd.SyncRate <= 0 {
-						t.Errorf("round %+v, want 200 accepted and a ratio", rd)
+					if rd.Accepted != 200 || rd.Ratio == nil || *rd.Ratio <= 0 || rd.SyncRate <= 0 {
+						t.Fatalf("round %+v, want 200 accepted and a ratio", rd)
 					}
-					ratios = append(ratios, rd.Ratio)
+					ratios = append(ratios, *rd.Ratio)
 				}
 				slices.Sort(ratios)
 				if *m.MedianRatio != ratios[1] {

@@ -34,9 +34,10 @@ type MixedReport struct {
 	// Ratio is ProcessedRate / Sync.RequestRate: how fast async processing keeps up
 	// with the sync endpoint, which processes each event in its request.
 	Ratio *float64 `json:"ratio,omitempty"`
-	// Rounds, with --rounds above 1, is each round (an async run, its backlog
-	// processed, a sync run), the first one's being the fields above; MedianRatio
-	// is the median of their ratios. Adjacent runs share the machine's state of the
+	// Rounds, with --rounds above 1, is each round that finished (an async run, its
+	// backlog processed, a sync run), the first one's being the fields above;
+	// MedianRatio is the median of their ratios. (The report's groups count every
+	// round's.) Adjacent runs share the machine's state of the
 	// moment, which on a shared machine moves a single ratio by a tenth or more.
 	Rounds      []MixedRound `json:"rounds,omitempty"`
 	MedianRatio *float64     `json:"median_ratio,omitempty"`
@@ -48,7 +49,8 @@ type MixedRound struct {
 	ProcessedRate float64 `json:"processed_rate"`
 	BacklogAtEnd  int64   `json:"backlog_at_end"`
 	SyncRate      float64 `json:"sync_rate"`
-	Ratio         float64 `json:"ratio"`
+	// Ratio is ProcessedRate / SyncRate; nil when the sync run made no rate.
+	Ratio *float64 `json:"ratio,omitempty"`
 }
 
 // runMixed measures the async billing endpoint against Server.Run, accepting with
@@ -74,10 +76,12 @@ func (rn *runner) runMixed(ctx context.Context, s *inProcess, r *Report, p *prog
 		if !rn.mixedRound(ctx, s, addr, r, into, round == 1, p) {
 			break
 		}
-		if rounds > 1 && into.Ratio != nil {
-			ratios = append(ratios, *into.Ratio)
+		if rounds > 1 {
 			mr.Rounds = append(mr.Rounds, MixedRound{Accepted: into.Accepted, ProcessedRate: into.ProcessedRate,
-				BacklogAtEnd: into.BacklogAtEnd, SyncRate: into.Sync.RequestRate, Ratio: *into.Ratio})
+				BacklogAtEnd: into.BacklogAtEnd, SyncRate: into.Sync.RequestRate, Ratio: into.Ratio})
+			if into.Ratio != nil {
+				ratios = append(ratios, *into.Ratio)
+			}
 		}
 	}
 	if len(ratios) > 1 {

@@ -320,13 +320,16 @@ func (r *Report) writeMixed(w io.Writer) {
 	if len(m.Rounds) > 1 {
 		ratios := make([]string, len(m.Rounds))
 		for n, rd := range m.Rounds {
-			ratios[n] = fmt.Sprintf("%.3f", rd.Ratio)
+			ratios[n] = "none"
+			if rd.Ratio != nil {
+				ratios[n] = fmt.Sprintf("%.3f", *rd.Ratio)
+			}
 		}
 		fmt.Fprintf(w, "%-10s %s", "rounds", strings.Join(ratios, ", "))
 		if m.MedianRatio != nil {
 			fmt.Fprintf(w, ": median %.3f", *m.MedianRatio)
 		}
-		fmt.Fprintf(w, " (each an async run, its backlog processed, then a sync run; the lines above are the first)\n")
+		fmt.Fprintf(w, " (each an async run, its backlog processed, then a sync run; the lines above are the first, the groups every round's)\n")
 	}
 }
 
