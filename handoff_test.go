@@ -302,7 +302,7 @@ func roomAfterALeftReceiversBatchFailed(t *testing.T, receiversReturnRoom bool) 
 	w := postgresHarness.open(t)
 	entered, fail := make(chan struct{}), make(chan struct{})
 	d := &pausingDriver[pgx.Tx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
-		return &failingInsert{Executor: ex, eventID: "evt_fails", entered: entered, fail: fail}
+		return &gatedInsert{Executor: ex, eventID: "evt_fails", entered: entered, release: fail, fail: true}
 	}}
 	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
 		accept: hookinbox.GroupConfig{Flushers: 1},
@@ -343,26 +343,32 @@ func roomAfterALeftReceiversBatchFailed(t *testing.T, receiversReturnRoom bool) 
 	return inbox.HandoffRoomForTest()
 }
 
-// failingInsert fails the batch holding eventID once fail is closed, after saying so
-// on entered; other batches go to the database.
-type failingInsert struct {
+// gatedInsert holds the batch holding eventID at the database, after saying so on
+// entered, until release is closed (or the batch's context ends); then it fails the
+// batch, when fail is set, or lets it go to the database. Other batches go at once.
+type gatedInsert struct {
 	driver.Executor
-	eventID       string
-	entered, fail chan struct{}
+	eventID          string
+	entered, release chan struct{}
+	fail             bool
 }
 
-func (f *failingInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
+func (g *gatedInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
 	for _, p := range ps {
-		if p.Key.EventID == f.eventID {
-			close(f.entered)
-			select {
-			case <-f.fail:
-			case <-ctx.Done():
-			}
+		if p.Key.EventID != g.eventID {
+			continue
+		}
+		close(g.entered)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if g.fail {
 			return nil, fmt.Errorf("the test's failed batch: %w", driver.ErrUnavailable)
 		}
 	}
-	return f.Executor.InboxInsertMany(ctx, ps)
+	return g.Executor.InboxInsertMany(ctx, ps)
 }
 
 // A batch that fails returns the room its leased receipts held, even when their
@@ -442,7 +448,7 @@ func stopWithABatchInFlight(t *testing.T, withoutWaiting bool) (state string, at
 	w := postgresHarness.open(t)
 	entered, commit := make(chan struct{}), make(chan struct{})
 	d := &pausingDriver[pgx.Tx]{Driver: w.newDriver(t, 4), wrap: func(ex driver.Executor) driver.Executor {
-		return &heldInsert{Executor: ex, eventID: "evt_in_flight", entered: entered, commit: commit}
+		return &gatedInsert{Executor: ex, eventID: "evt_in_flight", entered: entered, release: commit}
 	}}
 	inbox := buildTestInbox(t, d, setupOpts{noBilling: true,
 		worker: hookinbox.WorkerConfig{Concurrency: 1, BatchSize: 1, MaxAttempts: 1, PollInterval: time.Hour}})
@@ -482,28 +488,6 @@ func stopWithABatchInFlight(t *testing.T, withoutWaiting bool) (state string, at
 	mu.Lock()
 	defer mu.Unlock()
 	return state, attempts
-}
-
-// heldInsert holds the batch holding eventID at the database until commit is closed,
-// after saying so on entered.
-type heldInsert struct {
-	driver.Executor
-	eventID         string
-	entered, commit chan struct{}
-}
-
-func (h *heldInsert) InboxInsertMany(ctx context.Context, ps []*driver.InboxInsertParams) ([]bool, error) {
-	for _, p := range ps {
-		if p.Key.EventID == h.eventID {
-			close(h.entered)
-			select {
-			case <-h.commit:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-	}
-	return h.Executor.InboxInsertMany(ctx, ps)
 }
 
 // A stop waits for the accept batches in flight, so that their receipts are processed
