@@ -189,6 +189,18 @@ func (h *heldWorker) attempts() []int {
 	return append([]int(nil), h.seen...)
 }
 
+// workerHeldInFirst registers a heldWorker on inbox, starts its workers and returns
+// once one of them is held in evt_first's handler; cancel and wait are startWorkers'.
+func workerHeldInFirst[TTx any](t *testing.T, w *world[TTx], inbox *hookinbox.Inbox[TTx]) (held *heldWorker, cancel, wait func()) {
+	t.Helper()
+	held = holdFirst(w, inbox)
+	cancel, wait = startWorkers(t, inbox)
+	t.Cleanup(held.unblock) // runs before the workers' cleanup, which waits for the handler
+	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
+	<-held.started
+	return held, cancel, wait
+}
+
 // stopWithOneWaiting hands two receipts to one worker, stops the workers while the
 // first one's handler runs, and reports whether the second was handed off leased,
 // and at which attempts its handler ran by the time Run returned.
@@ -198,11 +210,7 @@ func stopWithOneWaiting[TTx any](t *testing.T, w *world[TTx], dl dialect, abando
 	if abandon {
 		inbox.AbandonHandoffsForTest()
 	}
-	held := holdFirst(w, inbox)
-	cancel, wait := startWorkers(t, inbox)
-	t.Cleanup(held.unblock) // runs before the workers' cleanup, which waits for the handler
-	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
-	<-held.started
+	held, cancel, wait := workerHeldInFirst(t, w, inbox)
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_waiting", "invoice.paid", "in_1", 1))
 	leasedBefore = w.count(t, `SELECT count(*) FROM hookinbox_inbox WHERE event_id = 'evt_waiting' AND attempts = 1 AND `+dl.leased) == 1
 	cancel() // the worker is in the first receipt's handler: it takes nothing more
@@ -249,11 +257,7 @@ func waitedLong[TTx any](t *testing.T, w *world[TTx], stale bool) (attempts []in
 	if stale {
 		inbox.StaleHandoffsForTest()
 	}
-	held := holdFirst(w, inbox)
-	startWorkers(t, inbox)
-	t.Cleanup(held.unblock)
-	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
-	<-held.started
+	held, _, _ := workerHeldInFirst(t, w, inbox)
 	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_second", "invoice.paid", "in_1", 1))
 	time.Sleep(lease/8 + 500*time.Millisecond) // the wait the test is about, not a wait for state
 	held.unblock()
@@ -402,11 +406,7 @@ func batchWhileHeld(t *testing.T, claimBatches bool) (leased int, attempts []int
 	if claimBatches {
 		inbox.ClaimBatchesForTest()
 	}
-	held := holdFirst(w, inbox)
-	startWorkers(t, inbox)
-	t.Cleanup(held.unblock)
-	mustReceive(t, inbox, invoiceEvent(epAsync, "evt_first", "invoice.paid", "in_1", 1))
-	<-held.started
+	held, _, _ := workerHeldInFirst(t, w, inbox)
 	outs, err := inbox.ReceiveBatch(context.Background(), []hookinbox.Event{
 		invoiceEvent(epAsync, "evt_a", "invoice.paid", "in_2", 1),
 		invoiceEvent(epAsync, "evt_b", "invoice.paid", "in_3", 1),
