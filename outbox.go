@@ -39,6 +39,13 @@ func InsertOutboxTx[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx
 // the database allows it (PostgreSQL): messages[k] is written on behalf of
 // sources[k]. All commit or roll back with tx; a batch handler (BatchHandlerFunc)
 // writes the messages of its whole batch with it.
+//
+// On PostgreSQL, on the transaction hookinbox gave a handler, the statement is not
+// sent at once: it leaves with the transaction's next statement (the handler's own
+// included, so they run in the order they were written) or with its COMMIT, in the
+// same round trip. An error of it (a trigger's, a lost connection) is then reported
+// by that statement or by the commit, and the delivery fails as it would have here;
+// a message the database refuses is never committed.
 func InsertOutboxBatchTx[TDriver driver.Driver[TTx], TTx any](ctx context.Context, tx TTx, sources []Event, messages []OutboxMessage) error {
 	if len(sources) != len(messages) {
 		return fmt.Errorf("error inserting outbox messages: %d sources for %d messages", len(sources), len(messages))

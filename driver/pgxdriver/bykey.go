@@ -53,11 +53,13 @@ func (e *executorTx) InboxLockUnprocessed(ctx context.Context, keys []hookinboxt
 	return list, err
 }
 
-// InboxMarkProcessed marks by key with sequential scans off (byKey).
-func (e *executorTx) InboxMarkProcessed(ctx context.Context, keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) error {
+// InboxMarkProcessed queues the mark, with sequential scans off as byKey sends them:
+// it travels with the transaction's next statement, or with COMMIT, and its error is
+// theirs (see executorTx).
+func (e *executorTx) InboxMarkProcessed(_ context.Context, keys []hookinboxtype.Key, outcome string, by *driver.AttemptBy) error {
 	query, args := markProcessedArgs(keys, outcome, by)
-	return e.byKey(ctx, "marking receipts processed", query, args, func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		return err
-	})
+	e.queue("error marking receipts processed", sqlSeqScanOff)
+	e.queue("error marking receipts processed", query, args...)
+	e.queue("error marking receipts processed", sqlSeqScanRestore)
+	return nil
 }

@@ -82,8 +82,15 @@ func (d *Driver) Begin(context.Context) (driver.ExecutorTx[pgx.Tx], error) {
 // Executor returns an executor on the pool.
 func (d *Driver) Executor() driver.Executor { return &executor{db: d.pool} }
 
-// UnwrapExecutor returns an executor on the caller's transaction.
-func (d *Driver) UnwrapExecutor(tx pgx.Tx) driver.Executor { return &executor{db: tx} }
+// UnwrapExecutor returns an executor on the caller's transaction. On the transaction
+// hookinbox gives a handler, its outbox messages (OutboxInsertMany) are queued, to be
+// sent with the transaction's next statement or its commit (see executorTx).
+func (d *Driver) UnwrapExecutor(tx pgx.Tx) driver.Executor {
+	if h, ok := tx.(*handlerTx); ok {
+		return &executor{db: (*lazyTx)(h.e), queue: h.e}
+	}
+	return &executor{db: tx}
+}
 
 // dbtx is what a pool and a transaction have in common.
 type dbtx interface {
@@ -172,6 +179,9 @@ func (e *executorTx) ReleaseSavepoint(ctx context.Context) error {
 }
 
 func (e *executorTx) RollbackToSavepoint(ctx context.Context) error {
+	// What is queued came after the savepoint (every statement sends the queue ahead
+	// of it): the rollback would undo it, and a failure of it would stop the rollback.
+	e.queued = nil
 	if _, err := e.db.Exec(ctx, sqlRollbackToSavepoint); err != nil {
 		return translate(fmt.Errorf("error rolling back to savepoint: %w", err))
 	}

@@ -21,6 +21,9 @@ var _ driver.Executor = (*executor)(nil)
 
 type executor struct {
 	db dbtx
+	// queue, when set, is the transaction OutboxInsertMany's statement waits on, to be
+	// sent with its next statement or its commit.
+	queue *executorTx
 }
 
 func (e *executor) InboxInsert(ctx context.Context, p *driver.InboxInsertParams) (bool, error) {
@@ -420,6 +423,11 @@ func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInse
 		aggTypes[i], aggIDs[i], types[i], payloads[i] = p.AggregateType, p.AggregateID, p.EventType, string(p.Payload)
 		providers[i], endpoints[i], eventIDs[i] = p.Source.Provider, p.Source.Endpoint, p.Source.EventID
 		destinations[i], traces[i] = p.Destination, p.TraceParent
+	}
+	if e.queue != nil {
+		e.queue.queue("error inserting outbox messages", sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
+			providers, endpoints, eventIDs, destinations, traces)
+		return nil
 	}
 	if _, err := e.db.Exec(ctx, sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
 		providers, endpoints, eventIDs, destinations, traces); err != nil {

@@ -564,6 +564,10 @@ UPDATE hookinbox_effect
 
 	// One name for every delivery's mark in a shared transaction; each is released
 	// before the next is taken, so there is only ever one.
+	// Sent in a batch after queued statements (executorTx.sendCommit); pgx's Commit
+	// sends its own.
+	sqlCommit = `COMMIT`
+
 	sqlSavepoint           = `SAVEPOINT hookinbox_delivery`
 	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT hookinbox_delivery`
 	sqlReleaseSavepoint    = `RELEASE SAVEPOINT hookinbox_delivery`

@@ -16,18 +16,39 @@ import (
 )
 
 // executorTx is a transaction that begins with its first statement: BEGIN, and the
-// settings queued before it (SetStatementTimeout's SET LOCAL), travel in the same
-// pipelined batch as that statement (pgx's Batch.BeginTx), so a short transaction —
-// a sync delivery, a worker's batch — spends one or two round trips less. Until then
-// it holds no connection.
+// statements queued before it, travel in the same pipelined batch as that statement
+// (pgx's Batch.BeginTx), so a short transaction — a sync delivery, a worker's batch —
+// spends round trips only on the statements whose results it reads.
 //
-// The transaction's statements run in the order they are issued, as they would with
-// an eager BEGIN: what is deferred is only when they leave the process.
+// Queued are the statements whose only result is success: SetStatementTimeout's
+// setting, the mark of processed receipts (InboxMarkProcessed), and the outbox
+// messages a handler writes with OutboxInsertMany on its transaction (handlerTx).
+// They are sent ahead of the transaction's next statement, whoever sends it, or with
+// COMMIT: a worker's batch sends its outbox messages, its mark and COMMIT in one
+// round trip, a sync group its outbox messages and COMMIT. A queued statement's
+// error is reported by the statement or the commit it travelled with.
+//
+// The transaction's statements run in the order they are issued, as they would if
+// each were sent at once: what is deferred is only when they leave the process.
 type executorTx struct {
-	executor // on the lazy dbtx below: every statement begins the transaction first
+	executor // on the lazy dbtx below: every statement sends what is queued first
 	pool     *pgxpool.Pool
-	tx       pgx.Tx   // nil until begun; a closed transaction if beginning failed
-	settings []string // statement timeouts waiting for the next statement
+	conn     *pgxpool.Conn     // held from BEGIN until the transaction ends
+	tx       pgx.Tx            // nil until begun; a closed transaction if beginning failed
+	queued   []queuedStatement // to be sent ahead of the next statement
+	ended    bool              // committed or rolled back: the connection went back
+
+	// eager sends each queued statement at once, alone: the broken variant of the
+	// tests (tx_queue_test.go), as the transaction was before it queued them.
+	eager bool
+}
+
+// queuedStatement is a statement sent with the next one; what says what it was doing,
+// for its error.
+type queuedStatement struct {
+	sql  string
+	args []any
+	what string
 }
 
 func newExecutorTx(pool *pgxpool.Pool) *executorTx {
@@ -37,12 +58,20 @@ func newExecutorTx(pool *pgxpool.Pool) *executorTx {
 }
 
 // pending says whether statements wait to be sent with the next one.
-func (e *executorTx) pending() bool { return e.tx == nil || len(e.settings) > 0 }
+func (e *executorTx) pending() bool { return e.tx == nil || len(e.queued) > 0 }
+
+// queue adds a statement to be sent with the next one.
+func (e *executorTx) queue(what, sql string, args ...any) {
+	e.queued = append(e.queued, queuedStatement{sql: sql, args: args, what: what})
+	if e.eager {
+		_, _ = e.begin(context.Background())
+	}
+}
 
 // sendBatch sends b in the transaction, preceded by BEGIN if it has not begun and by
-// the queued settings, in one round trip. It returns b's results, the prefix's
-// already read; the caller must close them. An error of the prefix (the connection
-// could not be acquired, BEGIN failed) is returned wrapping errBegin.
+// the queued statements, in one round trip. It returns b's results, the prefix's
+// already read; the caller must close them. A failure of BEGIN (or of acquiring the
+// connection) is returned wrapping errBegin, a queued statement's as its own.
 func (e *executorTx) sendBatch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if !e.pending() {
 		return e.tx.SendBatch(ctx, b), nil
@@ -52,29 +81,52 @@ func (e *executorTx) sendBatch(ctx context.Context, b *pgx.Batch) (pgx.BatchResu
 	if begin {
 		nb.BeginTx(pgx.TxOptions{})
 	}
-	for _, ms := range e.settings {
-		nb.Queue(sqlSetStatementTimeout, ms)
+	queued := e.queued
+	e.queued = nil
+	for _, q := range queued {
+		nb.Queue(q.sql, q.args...)
 	}
-	prefix := len(nb.QueuedQueries)
-	e.settings = nil
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	var br pgx.BatchResults
 	if begin {
-		br = e.pool.SendBatch(ctx, nb)
-		e.tx = br.Tx()
-	} else {
-		br = e.tx.SendBatch(ctx, nb)
-	}
-	for range prefix {
+		br = e.beginBatch(ctx, nb)
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return nil, fmt.Errorf("%w: %w", errBegin, translate(err))
+		}
+	} else {
+		br = e.tx.SendBatch(ctx, nb)
+	}
+	for _, q := range queued {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, translate(fmt.Errorf("%s: %w", q.what, err))
 		}
 	}
 	return br, nil
 }
 
-// errBegin marks a failure of the statements sent ahead of the caller's own.
+// beginBatch sends nb, which begins the transaction, on a connection of its own,
+// held until Commit or Rollback: the transaction may end inside a batch (sendCommit),
+// which pgx's pooled transaction cannot, as it releases its connection only from its
+// own Commit or Rollback.
+func (e *executorTx) beginBatch(ctx context.Context, nb *pgx.Batch) pgx.BatchResults {
+	if e.ended {
+		return pgx.FailedBatchResults(nb, pgx.ErrTxClosed)
+	}
+	c, err := e.pool.Acquire(ctx)
+	if err != nil {
+		br := pgx.FailedBatchResults(nb, err)
+		e.tx = br.Tx() // closed: the transaction's later statements report it
+		return br
+	}
+	e.conn = c
+	br := c.SendBatch(ctx, nb)
+	e.tx = br.Tx()
+	return br
+}
+
+// errBegin marks a failure of BEGIN, sent ahead of the caller's own statement.
 var errBegin = errors.New("error beginning the transaction")
 
 // begin sends what is pending on its own, for callers that need the transaction
@@ -93,35 +145,90 @@ func (e *executorTx) begin(ctx context.Context) (pgx.Tx, error) {
 	return e.tx, nil
 }
 
-// Native returns the transaction for a handler, beginning it if no statement did yet
-// (never, in hookinbox's own flows: a receipt's insert or lock comes first). A
-// transaction that failed to begin is returned closed: its methods report it.
+// Native returns the transaction for a handler (handlerTx), beginning it if no
+// statement did yet (never, in hookinbox's own flows: a receipt's insert or lock
+// comes first). A transaction that failed to begin is returned closed: its methods
+// report it.
 func (e *executorTx) Native() pgx.Tx {
 	tx, _ := e.begin(context.Background())
-	return tx
+	return &handlerTx{Tx: tx, e: e}
 }
 
 // SetStatementTimeout queues SET LOCAL statement_timeout to be sent with the next
 // statement, which is the first it bounds.
 func (e *executorTx) SetStatementTimeout(_ context.Context, timeout time.Duration) error {
-	e.settings = append(e.settings, strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
+	e.queue("error setting statement timeout", sqlSetStatementTimeout, strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
 	return nil
 }
 
+// Commit commits, sending what is queued and COMMIT in one round trip.
 func (e *executorTx) Commit(ctx context.Context) error {
 	if e.tx == nil {
 		return nil // nothing was sent: there is nothing to commit
 	}
-	if err := e.tx.Commit(ctx); err != nil {
+	if e.ended {
+		return translate(fmt.Errorf("error committing: %w", pgx.ErrTxClosed))
+	}
+	if len(e.queued) == 0 {
+		defer e.release()
+		if err := e.tx.Commit(ctx); err != nil {
+			return translate(fmt.Errorf("error committing: %w", err))
+		}
+		return nil
+	}
+	return e.sendCommit(ctx)
+}
+
+// sendCommit sends the queued statements and COMMIT as one batch. pgx's transaction
+// does not know it ended: the connection goes back to the pool from here, and the
+// transaction is not touched again (ended).
+func (e *executorTx) sendCommit(ctx context.Context) error {
+	b := &pgx.Batch{}
+	b.Queue(sqlCommit)
+	br, err := e.sendBatch(ctx, b)
+	if err != nil {
+		e.abort(ctx)
+		return err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback // the transaction had failed before
+	}
+	if err != nil {
+		e.abort(ctx)
 		return translate(fmt.Errorf("error committing: %w", err))
 	}
+	e.release()
 	return nil
 }
 
+// abort ends a transaction whose commit batch failed: rolled back if the connection
+// is still in it, then released (a connection left in a transaction is closed).
+func (e *executorTx) abort(ctx context.Context) {
+	if e.conn != nil && e.conn.Conn().PgConn().TxStatus() != 'I' {
+		_ = e.tx.Rollback(context.WithoutCancel(ctx))
+	}
+	e.release()
+}
+
+func (e *executorTx) release() {
+	e.ended = true
+	e.queued = nil
+	if e.conn != nil {
+		e.conn.Release()
+		e.conn = nil
+	}
+}
+
 func (e *executorTx) Rollback(ctx context.Context) error {
-	if e.tx == nil {
+	e.queued = nil
+	if e.tx == nil || e.ended {
 		return nil
 	}
+	defer e.release()
 	if err := e.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return translate(fmt.Errorf("error rolling back: %w", err))
 	}
@@ -238,4 +345,94 @@ func (r errorRows) RawValues() [][]byte                          { return nil }
 func (r errorRows) Conn() *pgx.Conn                              { return nil }
 func (r errorRows) TypeMap() *pgtype.Map                         { return nil }
 
-var _ driver.ExecutorTx[pgx.Tx] = (*executorTx)(nil)
+// handlerTx is the transaction a handler receives (Native): pgx's, with every
+// statement sent after what the executorTx queued (in the same round trip where pgx
+// allows it), so that the handler's statements and hookinbox's run in the order they
+// were issued. An executor unwrapped from it (UnwrapExecutor) queues its outbox
+// messages (OutboxInsertMany) on the executorTx, to travel with the next statement or
+// with COMMIT.
+type handlerTx struct {
+	pgx.Tx
+	e *executorTx
+}
+
+func (h *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return (*lazyTx)(h.e).Exec(ctx, sql, args...)
+}
+
+func (h *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return (*lazyTx)(h.e).Query(ctx, sql, args...)
+}
+
+func (h *handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return (*lazyTx)(h.e).QueryRow(ctx, sql, args...)
+}
+
+func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	br, err := h.e.sendBatch(ctx, b)
+	if err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return br
+}
+
+// sent sends what is queued on its own, for the methods with no pipelined form.
+func (h *handlerTx) sent(ctx context.Context) (pgx.Tx, error) { return h.e.begin(ctx) }
+
+func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := h.sent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Begin(ctx)
+}
+
+func (h *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	tx, err := h.sent(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return tx.CopyFrom(ctx, table, columns, src)
+}
+
+func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	tx, err := h.sent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Prepare(ctx, name, sql)
+}
+
+// LargeObjects and Conn give the connection itself out: what is queued is sent first
+// (an error of it fails the transaction, which its commit then reports).
+func (h *handlerTx) LargeObjects() pgx.LargeObjects {
+	tx, _ := h.sent(context.Background())
+	return tx.LargeObjects()
+}
+
+func (h *handlerTx) Conn() *pgx.Conn {
+	tx, _ := h.sent(context.Background())
+	return tx.Conn()
+}
+
+// Commit and Rollback are hookinbox's to call, not a handler's; they behave as pgx's.
+func (h *handlerTx) Commit(ctx context.Context) error {
+	tx, err := h.sent(ctx)
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (h *handlerTx) Rollback(ctx context.Context) error {
+	h.e.queued = nil
+	if h.e.ended {
+		return pgx.ErrTxClosed
+	}
+	return h.Tx.Rollback(ctx)
+}
+
+var (
+	_ driver.ExecutorTx[pgx.Tx] = (*executorTx)(nil)
+	_ pgx.Tx                    = (*handlerTx)(nil)
+)

@@ -1,0 +1,211 @@
+package pgxdriver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookinbox/hookinbox/driver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
+	"github.com/hookinbox/hookinbox/internal/testdb"
+)
+
+// The statements a transaction queues (tx.go: the statement timeout, the mark, a
+// handler's outbox messages) against their promise: they leave with the next
+// statement or with COMMIT, in one round trip, in the order they were issued, and a
+// failure of one commits nothing.
+
+// roundTrips counts what a pool sends: a statement on its own (Exec, Query, pgx's
+// COMMIT) or a batch is one round trip each.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// tracedDriver is a driver on a pool of one connection that counts its round trips.
+func tracedDriver(t *testing.T) (*testdb.DB, *Driver, *roundTrips) {
+	t.Helper()
+	db, _ := migrated(t)
+	cfg := db.Config(t)
+	cfg.MaxConns = 1
+	counter := &roundTrips{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return db, New(pool), counter
+}
+
+func message(id string) *driver.OutboxInsertParams {
+	return &driver.OutboxInsertParams{AggregateType: "invoice", AggregateID: id, EventType: "payment.booked",
+		Payload: []byte(`{}`), Source: hookinboxtype.Key{Provider: "stripe", Endpoint: "ep", EventID: id}}
+}
+
+// workerTransaction runs what a worker's batch sends for receipt id: the statement
+// timeout and the lock, a handler's outbox message through its transaction, the
+// mark, COMMIT. It returns the round trips they took.
+func workerTransaction(t *testing.T, d *Driver, counter *roundTrips, id string, eager bool) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := d.Executor().InboxInsert(ctx, receipt(id)); err != nil {
+		t.Fatal(err)
+	}
+	before := counter.n.Load()
+	tx, _ := d.Begin(ctx)
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	tx.(*executorTx).eager = eager
+	_ = tx.SetStatementTimeout(ctx, 10*time.Second)
+	key := hookinboxtype.Key{Provider: "stripe", Endpoint: "ep", EventID: id}
+	if locked, err := tx.InboxLockUnprocessed(ctx, []hookinboxtype.Key{key}); err != nil || len(locked) != 1 {
+		t.Fatalf("lock: %d, %v", len(locked), err)
+	}
+	if err := d.UnwrapExecutor(tx.Native()).OutboxInsertMany(ctx, []*driver.OutboxInsertParams{message(id)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.InboxMarkProcessed(ctx, []hookinboxtype.Key{key}, "processed", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return counter.n.Load() - before
+}
+
+// checkWorkerRoundTrips returns what broke: a worker's transaction takes two round
+// trips (BEGIN with the lock; the outbox message and the mark with COMMIT), commits
+// both writes, and gives its connection back to the pool, open and out of the
+// transaction.
+func checkWorkerRoundTrips(t *testing.T, eager bool) string {
+	t.Helper()
+	db, d, counter := tracedDriver(t)
+	workerTransaction(t, d, counter, "evt_warm", eager) // pgx prepares each statement once
+	trips := workerTransaction(t, d, counter, "evt_1", eager)
+	var state string
+	var messages int
+	if err := db.Pool.QueryRow(context.Background(), `SELECT state, (SELECT count(*) FROM hookinbox_outbox WHERE aggregate_id = 'evt_1')
+  FROM hookinbox_inbox WHERE event_id = 'evt_1'`).Scan(&state, &messages); err != nil {
+		t.Fatal(err)
+	}
+	if state != "processed" || messages != 1 {
+		t.Fatalf("after the commit: receipt %s, %d outbox messages; want processed and 1", state, messages)
+	}
+	if s := d.pool.Stat(); s.AcquiredConns() != 0 || s.NewConnsCount() != 1 {
+		t.Fatalf("after two transactions: %d connections held, %d opened; want 0 and 1", s.AcquiredConns(), s.NewConnsCount())
+	}
+	if trips != 2 {
+		return fmt.Sprintf("a worker's transaction took %d round trips, want 2", trips)
+	}
+	return ""
+}
+
+func TestTx_QueuedStatementsTravelWithCommit(t *testing.T) {
+	t.Parallel()
+	if broke := checkWorkerRoundTrips(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+// The broken variant: every queued statement goes out alone, as before the queue.
+func TestTx_BrokenQueueSentAtOnceIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkWorkerRoundTrips(t, true); broke == "" {
+		t.Fatal("queued statements sent one by one were not caught")
+	}
+}
+
+// A handler reads what it queued: its statement carries the queue ahead of it.
+// pgxRead reads with pgx's own transaction instead, the broken variant: a handlerTx
+// whose statements bypass the queue.
+func checkHandlerReadsItsQueuedWrite(t *testing.T, pgxRead bool) string {
+	t.Helper()
+	_, d := migrated(t)
+	ctx := context.Background()
+	tx, _ := d.Begin(ctx)
+	defer tx.Rollback(ctx) //nolint:errcheck // the test commits nothing
+	if _, err := tx.InboxInsert(ctx, receipt("evt_1")); err != nil {
+		t.Fatal(err)
+	}
+	native := tx.Native()
+	if err := d.UnwrapExecutor(native).OutboxInsertMany(ctx, []*driver.OutboxInsertParams{message("evt_1")}); err != nil {
+		t.Fatal(err)
+	}
+	read := native
+	if pgxRead {
+		read = native.(*handlerTx).Tx
+	}
+	var n int
+	if err := read.QueryRow(ctx, `SELECT count(*) FROM hookinbox_outbox`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		return fmt.Sprintf("the handler's read after its outbox message saw %d messages, want 1", n)
+	}
+	return ""
+}
+
+func TestTx_HandlerReadsItsQueuedWrite(t *testing.T) {
+	t.Parallel()
+	if broke := checkHandlerReadsItsQueuedWrite(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+func TestTx_BrokenReadBypassingTheQueueIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkHandlerReadsItsQueuedWrite(t, true); broke == "" {
+		t.Fatal("a read that bypassed the queue was not caught")
+	}
+}
+
+// A queued statement that fails fails the commit it travelled with, with its own
+// error: nothing of the transaction is committed, and the connection goes back.
+func TestTx_QueuedFailureFailsTheCommit(t *testing.T) {
+	t.Parallel()
+	db, d := migrated(t)
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `
+CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'message refused'; END $$;
+CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
+   FOR EACH ROW WHEN (NEW.aggregate_id = 'evt_refused') EXECUTE FUNCTION refuse_message()`); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := d.Begin(ctx)
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after the failed commit
+	if _, err := tx.InboxInsert(ctx, receipt("evt_refused")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.UnwrapExecutor(tx.Native()).OutboxInsertMany(ctx, []*driver.OutboxInsertParams{message("evt_refused")}); err != nil {
+		t.Fatalf("queued, yet it failed at once: %v", err)
+	}
+	err := tx.Commit(ctx)
+	if err == nil || !strings.Contains(err.Error(), "error inserting outbox messages") || !strings.Contains(err.Error(), "message refused") {
+		t.Fatalf("commit after a refused message: %v, want the insert's error", err)
+	}
+	if n := countReceipts(t, db); n != 0 {
+		t.Fatalf("the commit failed, yet %d receipts were committed", n)
+	}
+	if n := d.pool.Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("%d connections held after the failed commit", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatalf("rollback after the failed commit: %v", err)
+	}
+}
