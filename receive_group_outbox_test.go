@@ -1,0 +1,66 @@
+package hookinbox_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+)
+
+// On PostgreSQL a handler's outbox messages (InsertOutboxBatchTx) leave with COMMIT
+// (pgxdriver's queued statements). A message the database refuses then fails the
+// group's commit, not the handler's call: the group is undone and each delivery is
+// received alone, so the refused one fails with nothing left behind and the others
+// are processed once, as when the insert failed at once.
+func TestReceiveGroup_RefusedOutboxMessageAtCommitFailsOnlyItsDelivery(t *testing.T) {
+	t.Parallel()
+	g := newGroupBundle(t)
+	if _, err := g.db.Pool.Exec(g.ctx, `
+CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'message refused'; END $$;
+CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
+   FOR EACH ROW WHEN (NEW.aggregate_id = 'evt_refused') EXECUTE FUNCTION refuse_message()`); err != nil {
+		t.Fatal(err)
+	}
+	// One set-based registration: the group is one batch, with no savepoint, so the
+	// refusal reaches the commit.
+	g.inbox.HandleBatch(epBilling, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+		msgs := make([]hookinbox.OutboxMessage, len(evs))
+		for k, ev := range evs {
+			if ev.ID == "evt_hold" {
+				close(g.held)
+				<-g.hold
+			}
+			if err := countingHandler(ctx, tx, ev); err != nil {
+				return err
+			}
+			msgs[k] = hookinbox.OutboxMessage{AggregateType: "invoice", AggregateID: ev.ID, EventType: "paid", Payload: map[string]string{}}
+		}
+		return hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, evs, msgs)
+	})
+	byID := g.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_refused"), paid(epBilling, "evt_3"))
+	for _, id := range []string{"evt_1", "evt_3"} {
+		if r := byID[id][0]; r.err != nil || r.out != hookinbox.OutcomeProcessed {
+			t.Errorf("%s: %s, %v; want processed", id, r.out, r.err)
+		}
+		if n := g.effects(t, id); n != 1 {
+			t.Errorf("%s applied %d times, want 1", id, n)
+		}
+		if n := g.count(t, `SELECT count(*) FROM hookinbox_outbox WHERE aggregate_id = $1`, id); n != 1 {
+			t.Errorf("%s: %d outbox messages, want 1", id, n)
+		}
+	}
+	if r := byID["evt_refused"][0]; r.err == nil || !strings.Contains(r.err.Error(), "message refused") {
+		t.Fatalf("evt_refused: %s, %v; want the refusal's error", r.out, r.err)
+	}
+	if n := g.effects(t, "evt_refused"); n != 0 || g.receipt(t, epBilling, "evt_refused") != nil {
+		t.Fatalf("the refused delivery left %d effects or a receipt behind", n)
+	}
+	if sizes, failed := g.groups.sizes(hookinbox.GroupSync); !failed {
+		t.Fatalf("sync groups %v, none failed: the refusal did not reach the group's commit", sizes)
+	}
+}
