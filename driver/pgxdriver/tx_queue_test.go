@@ -174,10 +174,13 @@ func TestTx_BrokenReadBypassingTheQueueIsCaught(t *testing.T) {
 	}
 }
 
-// A queued statement that fails fails the commit it travelled with, with its own
-// error: nothing of the transaction is committed, and the connection goes back.
-func TestTx_QueuedFailureFailsTheCommit(t *testing.T) {
-	t.Parallel()
+// checkQueuedFailureFailsTheCommit returns what broke: a queued statement that fails
+// fails the commit it travelled with, with its own error; nothing of the transaction
+// is committed, and the connection goes back. blind is the broken variant, a commit
+// that reports success whatever its batch did: the caller would answer 2xx for a
+// receipt that is not there, and the provider would never send it again.
+func checkQueuedFailureFailsTheCommit(t *testing.T, blind bool) string {
+	t.Helper()
 	db, d := migrated(t)
 	ctx := context.Background()
 	if _, err := db.Pool.Exec(ctx, `
@@ -189,6 +192,7 @@ CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
 	}
 	tx, _ := d.Begin(ctx)
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after the failed commit
+	tx.(*executorTx).blindCommit = blind
 	if _, err := tx.InboxInsert(ctx, receipt("evt_refused")); err != nil {
 		t.Fatal(err)
 	}
@@ -196,16 +200,31 @@ CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
 		t.Fatalf("queued, yet it failed at once: %v", err)
 	}
 	err := tx.Commit(ctx)
-	if err == nil || !strings.Contains(err.Error(), "error inserting outbox messages") || !strings.Contains(err.Error(), "message refused") {
-		t.Fatalf("commit after a refused message: %v, want the insert's error", err)
-	}
-	if n := countReceipts(t, db); n != 0 {
-		t.Fatalf("the commit failed, yet %d receipts were committed", n)
-	}
 	if n := d.pool.Stat().AcquiredConns(); n != 0 {
 		t.Fatalf("%d connections held after the failed commit", n)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatalf("rollback after the failed commit: %v", err)
+	}
+	if n := countReceipts(t, db); n != 0 {
+		t.Fatalf("%d receipts were committed with a refused message", n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "error inserting outbox messages") || !strings.Contains(err.Error(), "message refused") {
+		return fmt.Sprintf("commit after a refused message: %v, want the insert's error", err)
+	}
+	return ""
+}
+
+func TestTx_QueuedFailureFailsTheCommit(t *testing.T) {
+	t.Parallel()
+	if broke := checkQueuedFailureFailsTheCommit(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+func TestTx_BrokenBlindCommitIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkQueuedFailureFailsTheCommit(t, true); broke == "" {
+		t.Fatal("a commit that reported success after its batch failed was not caught")
 	}
 }
