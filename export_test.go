@@ -70,6 +70,10 @@ func (i *Inbox[TTx]) AbandonHandoffsForTest() { i.abandonHandoffs = true }
 // HandoffRoomForTest returns how many more receipts may be leased to the workers.
 func (i *Inbox[TTx]) HandoffRoomForTest() int64 { return i.handoff.room.Load() }
 
+// CommitNotTheHandlersForTest makes a sync delivery's failed commit the database's
+// failure, never the handler's: the hybrid outbox test's broken variant.
+func (i *Inbox[TTx]) CommitNotTheHandlersForTest() { i.commitNotTheHandlers = true }
+
 // RoomByReceiversForTest makes the receivers of failed batches return their room, not
 // the accept path's flusher: the room test's broken variant.
 func (i *Inbox[TTx]) RoomByReceiversForTest() { i.roomByReceivers = true }

@@ -56,6 +56,10 @@ type Inbox[TTx any] struct {
 	// abandonHandoffs is the stop test's broken variant: a stop drops the receipts
 	// that wait for the workers.
 	abandonHandoffs bool
+	// commitNotTheHandlers is the hybrid outbox test's broken variant: a sync
+	// delivery's failed commit is not the handler's failure, even when the handler's
+	// own statement, sent with COMMIT, failed it.
+	commitNotTheHandlers bool
 	// roomByReceivers is the room test's broken variant: the receivers of failed
 	// batches return their room, as they once did, not the flusher.
 	roomByReceivers bool

@@ -146,6 +146,14 @@ func (i *Inbox[TTx]) receiveSync(ctx context.Context, ev Event, fn HandlerFunc[T
 		return "", &HandlerError{EventType: ev.Type, Err: i.driver.TranslateError(err)}
 	}
 	if err := tx.Commit(ctx); err != nil {
+		// A driver may send the handler's last statements only with COMMIT (the
+		// PostgreSQL driver does with outbox messages): a failure there is the
+		// handler's, as it would have been had they been sent at once, so that a
+		// hybrid endpoint keeps the receipt for its workers. The database's own
+		// failures (unreachable, a conflict, the deadline) stay the database's.
+		if !isGroupFailure(err) && !i.commitNotTheHandlers {
+			return "", &HandlerError{EventType: ev.Type, Err: err}
+		}
 		return "", err
 	}
 	return OutcomeProcessed, nil

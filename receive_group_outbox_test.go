@@ -2,6 +2,7 @@ package hookinbox_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
+	"github.com/hookinbox/hookinbox/hookinboxtype"
 )
 
 // On PostgreSQL a handler's outbox messages (InsertOutboxBatchTx) leave with COMMIT
@@ -19,13 +21,7 @@ import (
 func TestReceiveGroup_RefusedOutboxMessageAtCommitFailsOnlyItsDelivery(t *testing.T) {
 	t.Parallel()
 	g := newGroupBundle(t)
-	if _, err := g.db.Pool.Exec(g.ctx, `
-CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN RAISE EXCEPTION 'message refused'; END $$;
-CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
-   FOR EACH ROW WHEN (NEW.aggregate_id = 'evt_refused') EXECUTE FUNCTION refuse_message()`); err != nil {
-		t.Fatal(err)
-	}
+	refuseMessagesOf(t, g.testBundle, "evt_refused")
 	// One set-based registration: the group is one batch, with no savepoint, so the
 	// refusal reaches the commit.
 	g.inbox.HandleBatch(epBilling, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
@@ -62,5 +58,70 @@ CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
 	}
 	if sizes, failed := g.groups.sizes(hookinbox.GroupSync); !failed {
 		t.Fatalf("sync groups %v, none failed: the refusal did not reach the group's commit", sizes)
+	}
+}
+
+// refuseMessagesOf makes the database refuse every outbox message of aggregate id.
+func refuseMessagesOf(t *testing.T, b *testBundle, id string) {
+	t.Helper()
+	if _, err := b.db.Pool.Exec(b.ctx, `
+CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'message refused'; END $$;
+CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
+   FOR EACH ROW WHEN (NEW.aggregate_id = '`+id+`') EXECUTE FUNCTION refuse_message()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bookWithMessages is a set-based handler that applies each event (test_effects) and
+// writes an outbox message of aggregate id the event's id for each.
+func bookWithMessages(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
+	msgs := make([]hookinbox.OutboxMessage, len(evs))
+	for k, ev := range evs {
+		if err := countingHandler(ctx, tx, ev); err != nil {
+			return err
+		}
+		msgs[k] = hookinbox.OutboxMessage{AggregateType: "invoice", AggregateID: ev.ID, EventType: "paid", Payload: map[string]string{}}
+	}
+	return hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, evs, msgs)
+}
+
+// checkHybridKeepsReceiptOfRefusedMessage returns what broke: on a hybrid endpoint,
+// a handler whose outbox message the database refuses at COMMIT has failed, as if
+// the insert had failed at once: the receipt is kept pending for the workers, with
+// the refusal as its error, and the delivery is answered accepted.
+func checkHybridKeepsReceiptOfRefusedMessage(t *testing.T, broken bool) string {
+	t.Helper()
+	b := setup(t, setupOpts{noBilling: true})
+	if broken {
+		b.inbox.CommitNotTheHandlersForTest()
+	}
+	refuseMessagesOf(t, b, "evt_refused")
+	b.inbox.HandleBatch(epHybrid, "invoice.paid", bookWithMessages)
+	out, err := b.inbox.Receive(b.ctx, paid(epHybrid, "evt_refused"))
+	if n := b.effects(t, "evt_refused"); n != 0 {
+		t.Fatalf("the refused delivery left %d effects", n)
+	}
+	if err != nil || out != hookinbox.OutcomeAccepted {
+		return fmt.Sprintf("hybrid delivery whose message was refused at COMMIT: %s, %v; want accepted", out, err)
+	}
+	r := b.receipt(t, epHybrid, "evt_refused")
+	if r == nil || r.State != hookinboxtype.StatePending || !strings.Contains(r.LastError, "message refused") {
+		return fmt.Sprintf("the receipt kept: %+v; want pending with the refusal as its error", r)
+	}
+	return ""
+}
+
+func TestReceive_HybridKeepsTheReceiptWhenItsMessageIsRefusedAtCommit(t *testing.T) {
+	t.Parallel()
+	if broke := checkHybridKeepsReceiptOfRefusedMessage(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+func TestReceive_BrokenCommitNotTheHandlersIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkHybridKeepsReceiptOfRefusedMessage(t, true); broke == "" {
+		t.Fatal("a hybrid endpoint that answered the refusal at COMMIT as the database's was not caught")
 	}
 }

@@ -424,7 +424,7 @@ func (e *executor) OutboxInsertMany(ctx context.Context, ps []*driver.OutboxInse
 		providers[i], endpoints[i], eventIDs[i] = p.Source.Provider, p.Source.Endpoint, p.Source.EventID
 		destinations[i], traces[i] = p.Destination, p.TraceParent
 	}
-	if e.queue != nil {
+	if e.queue != nil && e.queue.queues() {
 		e.queue.queue("error inserting outbox messages", sqlOutboxInsertMany, aggTypes, aggIDs, types, payloads,
 			providers, endpoints, eventIDs, destinations, traces)
 		return nil

@@ -37,11 +37,15 @@ type executorTx struct {
 	tx       pgx.Tx            // nil until begun; a closed transaction if beginning failed
 	queued   []queuedStatement // to be sent ahead of the next statement
 	ended    bool              // committed or rolled back: the connection went back
+	// handedOut: a handler holds the connection or a nested transaction, so its
+	// outbox messages are sent at once.
+	handedOut bool
 
 	// The broken variants of the tests (tx_queue_test.go): eager sends each queued
 	// statement at once, alone, as the transaction did before it queued them;
-	// blindCommit reports success when the batch with COMMIT failed.
-	eager, blindCommit bool
+	// blindCommit reports success when the batch with COMMIT failed; staleTx keeps
+	// pgx's transaction usable after the connection went back.
+	eager, blindCommit, staleTx bool
 }
 
 // queuedStatement is a statement sent with the next one; what says what it was doing,
@@ -68,6 +72,11 @@ func (e *executorTx) queue(what, sql string, args ...any) {
 		_, _ = e.begin(context.Background())
 	}
 }
+
+// queues says whether a handler's statement may wait in the queue: not once the
+// handler holds the connection or a nested transaction, whose statements would
+// overtake it.
+func (e *executorTx) queues() bool { return !e.handedOut }
 
 // sendBatch sends b in the transaction, preceded by BEGIN if it has not begun and by
 // the queued statements, in one round trip. It returns b's results, the prefix's
@@ -164,7 +173,7 @@ func (e *executorTx) SetStatementTimeout(_ context.Context, timeout time.Duratio
 
 // Commit commits, sending what is queued and COMMIT in one round trip.
 func (e *executorTx) Commit(ctx context.Context) error {
-	if e.tx == nil {
+	if e.tx == nil && len(e.queued) == 0 {
 		return nil // nothing was sent: there is nothing to commit
 	}
 	if e.ended {
@@ -172,6 +181,9 @@ func (e *executorTx) Commit(ctx context.Context) error {
 	}
 	if len(e.queued) == 0 {
 		defer e.release()
+		if e.tx == nil {
+			return nil
+		}
 		if err := e.tx.Commit(ctx); err != nil {
 			return translate(fmt.Errorf("error committing: %w", err))
 		}
@@ -218,13 +230,26 @@ func (e *executorTx) abort(ctx context.Context) {
 	e.release()
 }
 
+// release gives the connection back and leaves a closed transaction in the place of
+// pgx's: after a batch with COMMIT pgx's still counts as open, and a later statement
+// on it would run on a connection that is another caller's by then.
 func (e *executorTx) release() {
 	e.ended = true
 	e.queued = nil
+	if !e.staleTx {
+		e.tx = closedTx()
+	}
 	if e.conn != nil {
 		e.conn.Release()
 		e.conn = nil
 	}
+}
+
+// closedTx is a transaction whose every method reports pgx.ErrTxClosed.
+func closedTx() pgx.Tx {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	return pgx.FailedBatchResults(b, pgx.ErrTxClosed).Tx()
 }
 
 func (e *executorTx) Rollback(ctx context.Context) error {
@@ -354,7 +379,9 @@ func (r errorRows) TypeMap() *pgtype.Map                         { return nil }
 // allows it), so that the handler's statements and hookinbox's run in the order they
 // were issued. An executor unwrapped from it (UnwrapExecutor) queues its outbox
 // messages (OutboxInsertMany) on the executorTx, to travel with the next statement or
-// with COMMIT.
+// with COMMIT — until the handler takes a nested transaction (Begin), the connection
+// (Conn) or its large objects: their statements bypass the queue, so from then on
+// the messages are sent at once.
 type handlerTx struct {
 	pgx.Tx
 	e *executorTx
@@ -384,6 +411,7 @@ func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResult
 func (h *handlerTx) sent(ctx context.Context) (pgx.Tx, error) { return h.e.begin(ctx) }
 
 func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	h.e.handedOut = true
 	tx, err := h.sent(ctx)
 	if err != nil {
 		return nil, err
@@ -410,11 +438,13 @@ func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Stat
 // LargeObjects and Conn give the connection itself out: what is queued is sent first
 // (an error of it fails the transaction, which its commit then reports).
 func (h *handlerTx) LargeObjects() pgx.LargeObjects {
+	h.e.handedOut = true
 	tx, _ := h.sent(context.Background())
 	return tx.LargeObjects()
 }
 
 func (h *handlerTx) Conn() *pgx.Conn {
+	h.e.handedOut = true
 	tx, _ := h.sent(context.Background())
 	return tx.Conn()
 }

@@ -2,6 +2,7 @@ package pgxdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -226,5 +227,110 @@ func TestTx_BrokenBlindCommitIsCaught(t *testing.T) {
 	t.Parallel()
 	if broke := checkQueuedFailureFailsTheCommit(t, true); broke == "" {
 		t.Fatal("a commit that reported success after its batch failed was not caught")
+	}
+}
+
+// checkNothingRunsAfterTheEnd returns what broke: once a transaction committed with a
+// batch, its statements and its handler's fail with pgx.ErrTxClosed instead of
+// running on the connection, which is another transaction's by then (a pool of one:
+// the next one's). stale is the broken variant that leaves pgx's transaction, which
+// does not know it ended, in place.
+func checkNothingRunsAfterTheEnd(t *testing.T, stale bool) string {
+	t.Helper()
+	_, d, _ := tracedDriver(t)
+	ctx := context.Background()
+	tx, _ := d.Begin(ctx)
+	tx.(*executorTx).staleTx = stale
+	if _, err := tx.InboxInsert(ctx, receipt("evt_1")); err != nil {
+		t.Fatal(err)
+	}
+	native := tx.Native()
+	if err := d.UnwrapExecutor(native).OutboxInsertMany(ctx, []*driver.OutboxInsertParams{message("evt_1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := d.Begin(ctx)
+	defer next.Rollback(ctx) //nolint:errcheck // the test commits nothing
+	if _, err := next.Native().Exec(ctx, `SET LOCAL application_name = 'the_next_one'`); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := native.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&name); !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Sprintf("the ended transaction's handler read %q, %v; want pgx.ErrTxClosed", name, err)
+	}
+	if _, err := tx.InboxInsert(ctx, receipt("evt_2")); !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Sprintf("the ended transaction inserted: %v; want pgx.ErrTxClosed", err)
+	}
+	return ""
+}
+
+func TestTx_NothingRunsAfterTheEnd(t *testing.T) {
+	t.Parallel()
+	if broke := checkNothingRunsAfterTheEnd(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+func TestTx_BrokenStaleTxIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkNothingRunsAfterTheEnd(t, true); broke == "" {
+		t.Fatal("statements of an ended transaction on another's connection were not caught")
+	}
+}
+
+// checkNestedTransactionKeepsOrder returns what broke: once a handler holds a nested
+// transaction, its outbox message is sent at once, inside it, so that rolling the
+// nested transaction back undoes the message as it would with pgx's own. forget is
+// the broken variant: the message still waits in the queue, and leaves only with
+// COMMIT, after the rollback it should have been undone by.
+func checkNestedTransactionKeepsOrder(t *testing.T, forget bool) string {
+	t.Helper()
+	db, d := migrated(t)
+	ctx := context.Background()
+	tx, _ := d.Begin(ctx)
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	if _, err := tx.InboxInsert(ctx, receipt("evt_1")); err != nil {
+		t.Fatal(err)
+	}
+	native := tx.Native()
+	nested, err := native.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forget {
+		native.(*handlerTx).e.handedOut = false
+	}
+	if err := d.UnwrapExecutor(native).OutboxInsertMany(ctx, []*driver.OutboxInsertParams{message("evt_1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nested.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM hookinbox_outbox`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		return fmt.Sprintf("a message written inside a nested transaction that was rolled back: %d committed, want 0", n)
+	}
+	return ""
+}
+
+func TestTx_NestedTransactionKeepsOrder(t *testing.T) {
+	t.Parallel()
+	if broke := checkNestedTransactionKeepsOrder(t, false); broke != "" {
+		t.Fatal(broke)
+	}
+}
+
+func TestTx_BrokenQueueUnderNestedTransactionIsCaught(t *testing.T) {
+	t.Parallel()
+	if broke := checkNestedTransactionKeepsOrder(t, true); broke == "" {
+		t.Fatal("a message queued past a nested transaction's rollback was not caught")
 	}
 }
