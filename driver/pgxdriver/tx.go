@@ -237,7 +237,7 @@ func (e *executorTx) release() {
 	e.ended = true
 	e.queued = nil
 	if !e.staleTx {
-		e.tx = closedTx()
+		e.tx = txClosed
 	}
 	if e.conn != nil {
 		e.conn.Release()
@@ -245,12 +245,13 @@ func (e *executorTx) release() {
 	}
 }
 
-// closedTx is a transaction whose every method reports pgx.ErrTxClosed.
-func closedTx() pgx.Tx {
+// txClosed is a transaction whose every method reports pgx.ErrTxClosed. pgx's closed
+// transaction changes nothing of itself, so one serves every ended executorTx.
+var txClosed = func() pgx.Tx {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	return pgx.FailedBatchResults(b, pgx.ErrTxClosed).Tx()
-}
+}()
 
 func (e *executorTx) Rollback(ctx context.Context) error {
 	e.queued = nil
