@@ -21,22 +21,17 @@ import (
 func TestReceiveGroup_RefusedOutboxMessageAtCommitFailsOnlyItsDelivery(t *testing.T) {
 	t.Parallel()
 	g := newGroupBundle(t)
-	refuseMessagesOf(t, g.testBundle, "evt_refused")
+	g.db.RefuseOutboxMessagesOf(t, "evt_refused")
 	// One set-based registration: the group is one batch, with no savepoint, so the
 	// refusal reaches the commit.
 	g.inbox.HandleBatch(epBilling, "invoice.paid", func(ctx context.Context, tx pgx.Tx, evs []hookinbox.Event) error {
-		msgs := make([]hookinbox.OutboxMessage, len(evs))
-		for k, ev := range evs {
+		for _, ev := range evs {
 			if ev.ID == "evt_hold" {
 				close(g.held)
 				<-g.hold
 			}
-			if err := countingHandler(ctx, tx, ev); err != nil {
-				return err
-			}
-			msgs[k] = hookinbox.OutboxMessage{AggregateType: "invoice", AggregateID: ev.ID, EventType: "paid", Payload: map[string]string{}}
 		}
-		return hookinbox.InsertOutboxBatchTx[*pgxdriver.Driver](ctx, tx, evs, msgs)
+		return bookWithMessages(ctx, tx, evs)
 	})
 	byID := g.group(t, paid(epBilling, "evt_1"), paid(epBilling, "evt_refused"), paid(epBilling, "evt_3"))
 	for _, id := range []string{"evt_1", "evt_3"} {
@@ -58,18 +53,6 @@ func TestReceiveGroup_RefusedOutboxMessageAtCommitFailsOnlyItsDelivery(t *testin
 	}
 	if sizes, failed := g.groups.sizes(hookinbox.GroupSync); !failed {
 		t.Fatalf("sync groups %v, none failed: the refusal did not reach the group's commit", sizes)
-	}
-}
-
-// refuseMessagesOf makes the database refuse every outbox message of aggregate id.
-func refuseMessagesOf(t *testing.T, b *testBundle, id string) {
-	t.Helper()
-	if _, err := b.db.Pool.Exec(b.ctx, `
-CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN RAISE EXCEPTION 'message refused'; END $$;
-CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
-   FOR EACH ROW WHEN (NEW.aggregate_id = '`+id+`') EXECUTE FUNCTION refuse_message()`); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -96,7 +79,7 @@ func checkHybridKeepsReceiptOfRefusedMessage(t *testing.T, broken bool) string {
 	if broken {
 		b.inbox.CommitNotTheHandlersForTest()
 	}
-	refuseMessagesOf(t, b, "evt_refused")
+	b.db.RefuseOutboxMessagesOf(t, "evt_refused")
 	b.inbox.HandleBatch(epHybrid, "invoice.paid", bookWithMessages)
 	out, err := b.inbox.Receive(b.ctx, paid(epHybrid, "evt_refused"))
 	if n := b.effects(t, "evt_refused"); n != 0 {

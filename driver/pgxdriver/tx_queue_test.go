@@ -184,13 +184,7 @@ func checkQueuedFailureFailsTheCommit(t *testing.T, blind bool) string {
 	t.Helper()
 	db, d := migrated(t)
 	ctx := context.Background()
-	if _, err := db.Pool.Exec(ctx, `
-CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN RAISE EXCEPTION 'message refused'; END $$;
-CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
-   FOR EACH ROW WHEN (NEW.aggregate_id = 'evt_refused') EXECUTE FUNCTION refuse_message()`); err != nil {
-		t.Fatal(err)
-	}
+	db.RefuseOutboxMessagesOf(t, "evt_refused")
 	tx, _ := d.Begin(ctx)
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after the failed commit
 	tx.(*executorTx).blindCommit = blind

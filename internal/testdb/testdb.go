@@ -318,3 +318,17 @@ SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 		return left == 0, fmt.Errorf("%d still on the server", left)
 	})
 }
+
+// RefuseOutboxMessagesOf makes the schema's database refuse, with "message refused",
+// every outbox message inserted with aggregate id id: a failure that only the
+// database sees, whenever the insert is sent.
+func (db *DB) RefuseOutboxMessagesOf(t testing.TB, id string) {
+	t.Helper()
+	if _, err := db.Pool.Exec(context.Background(), `
+CREATE FUNCTION refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'message refused'; END $$;
+CREATE TRIGGER refuse_message BEFORE INSERT ON hookinbox_outbox
+   FOR EACH ROW WHEN (NEW.aggregate_id = '`+id+`') EXECUTE FUNCTION refuse_message()`); err != nil {
+		t.Fatal(err)
+	}
+}
