@@ -217,6 +217,15 @@ type Executor interface {
 }
 
 // ExecutorTx is an Executor bound to a transaction the core owns.
+//
+// A driver may hold back a statement whose only result is success (the mark of
+// InboxMarkProcessed, a handler's OutboxInsertMany on Native's transaction) and send
+// it with the transaction's next statement or with its commit, as the PostgreSQL
+// driver does to save round trips. It must keep the order in which statements were
+// issued, and report such a statement's error from the statement or the commit it
+// travelled with; the core counts a commit that fails after a sync handler succeeded
+// as the handler's failure, unless the error is ErrUnavailable, ErrConflict or the
+// deadline's.
 type ExecutorTx[TTx any] interface {
 	Executor
 
