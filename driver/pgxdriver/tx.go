@@ -181,9 +181,6 @@ func (e *executorTx) Commit(ctx context.Context) error {
 	}
 	if len(e.queued) == 0 {
 		defer e.release()
-		if e.tx == nil {
-			return nil
-		}
 		if err := e.tx.Commit(ctx); err != nil {
 			return translate(fmt.Errorf("error committing: %w", err))
 		}
