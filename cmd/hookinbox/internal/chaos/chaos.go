@@ -179,7 +179,8 @@ func pauseServers(ctx context.Context, procs []*Proc, at []time.Duration, d time
 
 // stopPostgres stops PostgreSQL in immediate mode at each moment — every connection
 // drops, nothing is flushed, the next start runs crash recovery — and starts it again
-// after half a second to two seconds.
+// after half a second to two seconds. With Postgres.HoldWALWriter the WAL writer is
+// held for that long first (the async-commit broken variant).
 //
 // The fault counters are sequences, which PostgreSQL logs ahead of use: after a crash
 // they jump by up to 32. They are read before the stop and set back after the start
@@ -189,6 +190,9 @@ func stopPostgres(ctx context.Context, pg *Postgres, pool *pgxpool.Pool, at []ti
 	var err error
 	atEach(ctx, at, func(int) {
 		if err != nil {
+			return
+		}
+		if err = pg.HoldWAL(ctx); err != nil {
 			return
 		}
 		var counters []int64

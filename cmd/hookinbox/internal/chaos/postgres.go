@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,8 +25,17 @@ type Postgres struct {
 	Port int
 	// Settings are extra "-c name=value" settings.
 	Settings []string
+	// HoldWALWriter, when set, holds the WAL writer (SIGSTOP) for this long before each
+	// immediate stop and then kills it with the server. Under synchronous_commit=off
+	// the commits acknowledged in that time are then all still in PostgreSQL's WAL
+	// buffers when it stops, as a power loss finds the commits whose WAL the OS had not
+	// yet written. Without it an immediate stop loses only those of the last, partial
+	// WAL page (the WAL writer writes the rest within milliseconds), which a stop
+	// between two bursts of traffic may not hold.
+	HoldWALWriter time.Duration
 
-	bindir string
+	bindir        string
+	heldWALWriter int // the pid HoldWAL stopped, killed by the next StopImmediate
 	// as runs initdb and postgres as the postgres user when the harness is root: both
 	// refuse to run as root.
 	as []string
@@ -88,11 +98,48 @@ func (p *Postgres) Start(ctx context.Context) error {
 // StopImmediate stops the server the way a crash does: every backend exits at once,
 // nothing is flushed or checkpointed, and the next start runs crash recovery.
 func (p *Postgres) StopImmediate(ctx context.Context) error {
+	if p.heldWALWriter != 0 {
+		pid := p.heldWALWriter
+		p.heldWALWriter = 0
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("error killing the WAL writer (pid %d): %w", pid, err)
+		}
+	}
 	return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "immediate", "-w", "stop")
+}
+
+// HoldWAL stops the WAL writer (SIGSTOP) for Postgres.HoldWALWriter, before an
+// immediate stop; it does nothing when that is zero. StopImmediate then kills it: the
+// postmaster takes that for a crash and ends every backend at once, the WAL buffers
+// unwritten, and the immediate stop ends the postmaster before it restarts.
+func (p *Postgres) HoldWAL(ctx context.Context) error {
+	if p.HoldWALWriter <= 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	var pid int
+	err = conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'`).Scan(&pid)
+	conn.Close(ctx)
+	if err != nil {
+		return fmt.Errorf("error finding the WAL writer: %w", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("error holding the WAL writer (pid %d): %w", pid, err)
+	}
+	p.heldWALWriter = pid
+	time.Sleep(p.HoldWALWriter)
+	return nil
 }
 
 // Stop stops the server cleanly.
 func (p *Postgres) Stop(ctx context.Context) error {
+	if p.heldWALWriter != 0 { // a run that failed between HoldWAL and its stop
+		_ = syscall.Kill(p.heldWALWriter, syscall.SIGCONT)
+		p.heldWALWriter = 0
+	}
 	return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "fast", "-w", "stop")
 }
 
