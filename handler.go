@@ -17,6 +17,10 @@ import (
 // It must not make external calls (HTTP, brokers, the provider's API): they cannot
 // roll back. Write an outbox message instead (InsertOutboxTx).
 //
+// Like any pgx.Tx or *sql.Tx, tx is not safe for concurrent use: a handler that starts
+// goroutines lets one statement on tx run at a time, outbox messages included, and
+// none after it returns.
+//
 // An error, or a panic, rolls the transaction back. A panic is recovered and treated
 // as the attempt's failure (a *PanicError), so one broken handler never takes down the
 // process or the other endpoints.
