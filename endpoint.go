@@ -137,7 +137,7 @@ func (i *Inbox[TTx]) serveEndpoint(w http.ResponseWriter, r *http.Request, ep *e
 	// JSON (Twilio's forms), whose verifier gives the JSON of what it verified.
 	out, conflict, err := i.receiveTraced(r.Context(), Event{
 		Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body,
-		request: i.recordRequest(r, v.SecretIndex),
+		request: i.recordRequest(r, v.SecretIndex), payloadIsJSON: v.BodyIsJSON,
 	})
 	d.conflict = conflict
 	if err == nil {

@@ -31,7 +31,7 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 	// One record for the request's every event.
 	record := i.recordRequest(r, d.secretIndex)
 	for k, v := range vs {
-		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body, request: record}
+		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body, request: record, payloadIsJSON: v.BodyIsJSON}
 	}
 	outs, err := i.ReceiveBatch(r.Context(), evs)
 	var be *BatchError

@@ -21,6 +21,9 @@ type Event struct {
 	// request is the receiver's record of the request (JSON), stored with the receipt
 	// for the console; nil for events given to Receive directly.
 	request []byte
+	// payloadIsJSON: the verifier found Payload to be valid JSON
+	// (provider.Verified.BodyIsJSON), so receiving does not check it a second time.
+	payloadIsJSON bool
 }
 
 // Outcome is what receiving or processing an event came to. It is the "outcome" of

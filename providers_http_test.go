@@ -34,8 +34,8 @@ var providerCases = []providerCase{
 }
 
 // Every scheme through HTTP: a signed delivery is processed and its copy is a
-// duplicate; a request with no signature, a changed body or the wrong secret is
-// refused with 4xx and writes nothing.
+// duplicate; a request with no signature, a changed body or the wrong secret, or a
+// signed body that is not JSON, is refused with 4xx and writes nothing.
 func TestEndpoint_EveryProviderRefusesWithoutWriting(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noBilling: true})
@@ -82,6 +82,18 @@ func TestEndpoint_EveryProviderRefusesWithoutWriting(t *testing.T) {
 			t.Fatalf("%s: %v", pc.name, err)
 		}
 		changed := bytes.Replace(body, []byte(payloadMarker), []byte(strings.ToUpper(payloadMarker)), 1)
+		// Refused by the verifier where the scheme reads the id or type from the body,
+		// by receiving's own check where it does not (Shopify: headers).
+		notJSON := []byte(`id=nj-1&type=thing.happened`)
+		var signedNotJSON http.Header
+		if es, ok := signers[pc.name].(hookinboxtest.EventSigner); ok {
+			signedNotJSON, err = es.SignEvent(notJSON, time.Now(), "nj-1", "thing.happened")
+		} else {
+			signedNotJSON, err = signers[pc.name].Sign(notJSON, time.Now())
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", pc.name, err)
+		}
 
 		for _, refused := range []struct {
 			what string
@@ -91,6 +103,7 @@ func TestEndpoint_EveryProviderRefusesWithoutWriting(t *testing.T) {
 			{"no signature", body, http.Header{}},
 			{"wrong secret", body, bad},
 			{"one byte changed", changed, good},
+			{"signed, not JSON", notJSON, signedNotJSON},
 		} {
 			before := b.tableCounts(t)
 			status, _ := send("/"+pc.name, refused.body, refused.h)

@@ -116,7 +116,7 @@ func checkEvent(ev Event, ep *endpoint) error {
 		return fmt.Errorf("%w: event id or type is not UTF-8 text without control characters", ErrInvalidEvent)
 	case !utf8.Valid(ev.Payload):
 		return fmt.Errorf("%w: payload is not valid UTF-8", ErrInvalidEvent)
-	case !json.Valid(ev.Payload):
+	case !ev.payloadIsJSON && !json.Valid(ev.Payload):
 		return fmt.Errorf("%w: payload is not JSON", ErrInvalidEvent)
 	}
 	return nil

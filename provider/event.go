@@ -59,7 +59,7 @@ func lookupPath(fields map[string]json.RawMessage, path string) (json.RawMessage
 		if !nested {
 			return raw, true
 		}
-		if fields, ok = objectMembers(raw); !ok {
+		if fields, ok = validObjectMembers(raw); !ok { // a value of a valid document
 			return nil, false
 		}
 		path = rest

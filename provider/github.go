@@ -115,7 +115,7 @@ func (g *GitHub) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, BodyIsJSON: true}, nil
 }
 
 // githubEvent extracts the id and type of a verified delivery.

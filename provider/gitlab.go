@@ -121,5 +121,5 @@ func (g *GitLab) Verify(h http.Header, body []byte) (Verified, error) {
 	if _, err := eventObject("gitlab", body); err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, BodyIsJSON: true}, nil
 }

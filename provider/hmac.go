@@ -123,7 +123,8 @@ func (v *HMAC) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt,
+		BodyIsJSON: v.idField != "" || v.typeField != ""}, nil
 }
 
 // decodeSignature returns what matchMAC compares: the digest for hex, the text for

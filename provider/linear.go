@@ -127,7 +127,7 @@ func (l *Linear) Verify(h http.Header, body []byte) (Verified, error) {
 		}
 		typ += "." + action
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }
 
 // linearTimestamp reads the signed webhookTimestamp, Unix milliseconds. Its absence

@@ -21,6 +21,12 @@ func objectMembers(doc []byte) (map[string]json.RawMessage, bool) {
 	if !json.Valid(doc) {
 		return nil, false
 	}
+	return validObjectMembers(doc)
+}
+
+// validObjectMembers is objectMembers of a document known to be valid JSON, such as a
+// value objectMembers returned: it skips the validation pass.
+func validObjectMembers(doc []byte) (map[string]json.RawMessage, bool) {
 	i := skipSpace(doc, 0)
 	if doc[i] != '{' {
 		return nil, false

@@ -144,5 +144,5 @@ func (p *Paddle) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }

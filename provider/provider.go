@@ -92,6 +92,11 @@ type Verified struct {
 	// Timestamp is the signing time the provider sent, or the zero time if the scheme
 	// has none.
 	Timestamp time.Time
+	// BodyIsJSON reports that the verifier found Body to be valid JSON, as every scheme
+	// that reads the event's id or type from the body does: a receiver need not check
+	// it again. False says nothing either way (Shopify's id and type come from
+	// headers).
+	BodyIsJSON bool
 }
 
 // Errors returned by verifiers. Each is wrapped with detail; test with errors.Is.

@@ -99,7 +99,7 @@ func (s *SendGrid) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }
 
 // VerifyBatch checks the POST's signature as Verify does, once, and returns each
@@ -128,7 +128,7 @@ func (s *SendGrid) VerifyBatch(h http.Header, body []byte) ([]Verified, error) {
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", k, err)
 		}
-		out[k] = Verified{ID: id, Type: typ, Body: item, SecretIndex: index, Timestamp: signedAt}
+		out[k] = Verified{ID: id, Type: typ, Body: item, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}
 	}
 	return out, nil
 }

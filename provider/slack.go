@@ -99,7 +99,7 @@ func (s *Slack) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }
 
 // Challenge returns the answer to a verified url_verification request, the JSON object

@@ -123,5 +123,5 @@ func (s *Square) verify(h http.Header, notificationURL string, body []byte) (Ver
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, BodyIsJSON: true}, nil
 }

@@ -184,7 +184,7 @@ func (s *StandardWebhooks) Verify(h http.Header, body []byte) (Verified, error) 
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }
 
 // parseStandardWebhooksSignatures parses "v1,<base64> v1,<base64> ...": signatures

@@ -175,7 +175,7 @@ func (t *Twilio) verify(h http.Header, rawURL string, body []byte) (Verified, er
 	}
 
 	id, typ := twilioEvent(payload)
-	return Verified{ID: id, Type: typ, Body: payload, SecretIndex: index}, nil
+	return Verified{ID: id, Type: typ, Body: payload, SecretIndex: index, BodyIsJSON: true}, nil
 }
 
 // twilioForm parses a form body and returns the signed text of its parameters

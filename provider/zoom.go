@@ -103,7 +103,7 @@ func (z *Zoom) Verify(h http.Header, body []byte) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
-	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt}, nil
+	return Verified{ID: id, Type: typ, Body: body, SecretIndex: index, Timestamp: signedAt, BodyIsJSON: true}, nil
 }
 
 // Challenge answers a verified endpoint.url_validation with the JSON object
