@@ -33,7 +33,7 @@ func (i *Inbox[TTx]) serveBatch(w http.ResponseWriter, r *http.Request, ep *endp
 	for k, v := range vs {
 		evs[k] = Event{Provider: ep.provider, Endpoint: ep.Name, ID: v.ID, Type: v.Type, Payload: v.Body, request: record, payloadIsJSON: v.BodyIsJSON}
 	}
-	outs, err := i.ReceiveBatch(r.Context(), evs)
+	outs, err := i.receiveBatch(r.Context(), evs)
 	var be *BatchError
 	if errors.As(err, &be) {
 		switch {

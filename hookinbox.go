@@ -21,8 +21,10 @@ type Event struct {
 	// request is the receiver's record of the request (JSON), stored with the receipt
 	// for the console; nil for events given to Receive directly.
 	request []byte
-	// payloadIsJSON: the verifier found Payload to be valid JSON
+	// payloadIsJSON: the endpoint's verifier found Payload to be valid JSON
 	// (provider.Verified.BodyIsJSON), so receiving does not check it a second time.
+	// Receive and ReceiveBatch clear it: an event a handler got, changed and received
+	// again is checked.
 	payloadIsJSON bool
 }
 

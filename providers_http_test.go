@@ -2,11 +2,15 @@ package hookinbox_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/driver/pgxdriver"
@@ -185,4 +189,53 @@ func postSigned(t *testing.T, target string, body []byte, h http.Header) (int, s
 	}
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get(hookinbox.OutcomeHeader)
+}
+
+// The endpoint's verifier vouches that a payload is JSON (provider.Verified.BodyIsJSON)
+// and receiving then skips its own check; an event a handler was given, changed and
+// received again carries no such word: it is checked, and refused as invalid.
+func TestReceive_ChecksAnEventAHandlerChanged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noBilling: true})
+	stripe, err := provider.New("stripe", provider.Options{Secrets: []string{"whsec_changed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := hookinbox.New(pgxdriver.New(b.db.Pool), &hookinbox.Config{
+		Endpoints: []hookinbox.EndpointConfig{{Name: "stripe", Verifier: stripe}},
+		Logger:    testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := make(chan hookinbox.Event, 1)
+	inbox.Handle("stripe", "invoice.paid", func(_ context.Context, _ pgx.Tx, ev hookinbox.Event) error {
+		given <- ev
+		return nil
+	})
+	body := []byte(`{"id":"evt_changed_1","type":"invoice.paid"}`)
+	h, err := hookinboxtest.Stripe("whsec_changed").Sign(body, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	inbox.Endpoint("stripe").ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("signed delivery: %d %s", rec.Code, rec.Body)
+	}
+	ev := <-given
+	ev.ID, ev.Payload = "evt_changed_2", []byte(`{"id":"evt_changed_2"`)
+	before := b.tableCounts(t)
+	if _, err := inbox.Receive(b.ctx, ev); !errors.Is(err, hookinbox.ErrInvalidEvent) {
+		t.Errorf("Receive of the changed event: %v, want ErrInvalidEvent", err)
+	}
+	if _, err := inbox.ReceiveBatch(b.ctx, []hookinbox.Event{ev}); !errors.Is(err, hookinbox.ErrInvalidEvent) {
+		t.Errorf("ReceiveBatch of the changed event: %v, want ErrInvalidEvent", err)
+	}
+	if after := b.tableCounts(t); after != before {
+		t.Fatalf("the changed event wrote rows:\nbefore %s\nafter  %s", before, after)
+	}
 }

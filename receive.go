@@ -38,6 +38,7 @@ const (
 // Conflicts) and logged with both bodies' SHA-256: a provider's bug, a replay with a
 // changed body under a leaked secret, or two senders sharing one id space.
 func (i *Inbox[TTx]) Receive(ctx context.Context, ev Event) (Outcome, error) {
+	ev.payloadIsJSON = false // vouched for by the endpoint's verifier only, never by a caller
 	out, _, err := i.receiveTraced(ctx, ev)
 	return out, err
 }

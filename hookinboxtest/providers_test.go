@@ -118,9 +118,10 @@ func bodyIsJSONHolds(v provider.Verified, err error) error {
 }
 
 // TestVerified_BodyIsJSONOnlyOfJSON checks every scheme's BodyIsJSON, which lets
-// receiving skip its own JSON check: true of the event bodies of every scheme that
-// reads the id or type from the body (all but Shopify's), and never true of a body
-// that is not JSON, which those schemes refuse and Shopify's verifies.
+// receiving skip its own JSON check: true of the event bodies of every scheme whose
+// verifier parses the body (all but Shopify's and hmac's with the id and type in
+// headers), and never true of a body that is not JSON, which those schemes refuse
+// and the others verify.
 func TestVerified_BodyIsJSONOnlyOfJSON(t *testing.T) {
 	t.Parallel()
 
@@ -137,33 +138,51 @@ func TestVerified_BodyIsJSONOnlyOfJSON(t *testing.T) {
 		provider, secret string
 		verifier         provider.Options
 		url              string
+		jsonURL          bool // Twilio's URL for a JSON body, with its bodySHA256
 		body, notJSON    string
 		wantJSON         bool
 	}{
-		{"stripe", "whsec_s", provider.Options{Secrets: []string{"whsec_s"}}, "", `{"id":"evt_1","type":"invoice.paid"}`, `{"id":"evt_1","type":"invoice.paid"`, true},
-		{"github", "gh", provider.Options{Secrets: []string{"gh"}}, "", `{"action":"opened"}`, `{"action":"opened"`, true},
-		{"shopify", "sh", provider.Options{Secrets: []string{"sh"}}, "", `{"id":1}`, `id=1`, false},
-		{"slack", "sl", provider.Options{Secrets: []string{"sl"}}, "", `{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}`, `{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}`, true},
-		{"standardwebhooks", sw, provider.Options{Secrets: []string{sw}}, "", `{"type":"user.created"}`, `{"type":"user.created"}}`, true},
-		{"svix", sw, provider.Options{Secrets: []string{sw}}, "", `{"type":"user.created"}`, `{"type":"user.created"]`, true},
-		{"hmac", "hm", provider.Options{Secrets: []string{"hm"}, Params: map[string]string{"header": "X-Signature"}}, "", `{"id":"g-1","type":"t"}`, `{"id":"g-1","type":"t",}`, true},
-		{"discord", privateKeys()["discord"], provider.Options{PublicKeys: []string{hookinboxtest.DiscordPublicKey(discordTestKey)}}, "", `{"id":"1","type":2}`, `{"id":"1","type":2`, true},
-		{"sendgrid", privateKeys()["sendgrid"], provider.Options{PublicKeys: []string{sendgridPublic}}, "", `[{"event":"open","sg_event_id":"sg1"}]`, `[{"event":"open","sg_event_id":"sg1"}`, true},
-		{"twilio", "tok", provider.Options{Secrets: []string{"tok"}}, "http://127.0.0.1:1/twilio?x=1", "CallSid=CA1&CallStatus=ringing", "", true},
-		{"square", "key", provider.Options{Secrets: []string{"key"}}, "http://127.0.0.1:1/square", `{"event_id":"e1","type":"payment.created"}`, `{"event_id":"e1","type":"payment.created"`, true},
-		{"paddle", "pdl", provider.Options{Secrets: []string{"pdl"}}, "", `{"event_id":"evt_1","event_type":"transaction.paid"}`, `{"event_id":"evt_1","event_type":"transaction.paid"`, true},
-		{"linear", "lin", provider.Options{Secrets: []string{"lin"}}, "", linear(""), linear(`"x":,`), true},
-		{"zoom", "zm", provider.Options{Secrets: []string{"zm"}}, "", `{"event":"meeting.ended","event_ts":1,"payload":{}}`, `{"event":"meeting.ended","event_ts":1,"payload":{}`, true},
-		{"gitlab", "gl", provider.Options{Secrets: []string{"gl"}}, "", `{"object_kind":"push"}`, `{"object_kind":"push"`, true},
+		{"stripe", "whsec_s", provider.Options{Secrets: []string{"whsec_s"}}, "", false, `{"id":"evt_1","type":"invoice.paid"}`, `{"id":"evt_1","type":"invoice.paid"`, true},
+		{"github", "gh", provider.Options{Secrets: []string{"gh"}}, "", false, `{"action":"opened"}`, `{"action":"opened"`, true},
+		{"shopify", "sh", provider.Options{Secrets: []string{"sh"}}, "", false, `{"id":1}`, `id=1`, false},
+		{"slack", "sl", provider.Options{Secrets: []string{"sl"}}, "", false, `{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}`, `{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}`, true},
+		{"standardwebhooks", sw, provider.Options{Secrets: []string{sw}}, "", false, `{"type":"user.created"}`, `{"type":"user.created"}}`, true},
+		{"svix", sw, provider.Options{Secrets: []string{sw}}, "", false, `{"type":"user.created"}`, `{"type":"user.created"]`, true},
+		{"hmac", "hm", provider.Options{Secrets: []string{"hm"}, Params: map[string]string{"header": "X-Signature"}}, "", false, `{"id":"g-1","type":"t"}`, `{"id":"g-1","type":"t",}`, true},
+		{"discord", privateKeys()["discord"], provider.Options{PublicKeys: []string{hookinboxtest.DiscordPublicKey(discordTestKey)}}, "", false, `{"id":"1","type":2}`, `{"id":"1","type":2`, true},
+		{"sendgrid", privateKeys()["sendgrid"], provider.Options{PublicKeys: []string{sendgridPublic}}, "", false, `[{"event":"open","sg_event_id":"sg1"}]`, `[{"event":"open","sg_event_id":"sg1"}`, true},
+		{"twilio", "tok", provider.Options{Secrets: []string{"tok"}}, "http://127.0.0.1:1/twilio?x=1", false, "CallSid=CA1&CallStatus=ringing", "", true},
+		{"square", "key", provider.Options{Secrets: []string{"key"}}, "http://127.0.0.1:1/square", false, `{"event_id":"e1","type":"payment.created"}`, `{"event_id":"e1","type":"payment.created"`, true},
+		{"paddle", "pdl", provider.Options{Secrets: []string{"pdl"}}, "", false, `{"event_id":"evt_1","event_type":"transaction.paid"}`, `{"event_id":"evt_1","event_type":"transaction.paid"`, true},
+		{"linear", "lin", provider.Options{Secrets: []string{"lin"}}, "", false, linear(""), linear(`"x":,`), true},
+		{"zoom", "zm", provider.Options{Secrets: []string{"zm"}}, "", false, `{"event":"meeting.ended","event_ts":1,"payload":{}}`, `{"event":"meeting.ended","event_ts":1,"payload":{}`, true},
+		{"gitlab", "gl", provider.Options{Secrets: []string{"gl"}}, "", false, `{"object_kind":"push"}`, `{"object_kind":"push"`, true},
+		// The hmac scheme with the id and type in headers does not parse the body.
+		{"hmac", "hm", provider.Options{Secrets: []string{"hm"}, Params: map[string]string{"header": "X-Signature", "id_header": "X-Id", "type_header": "X-Type"}},
+			"", false, `{"a":1}`, `id=1`, false},
+		// Twilio's JSON bodies are signed through the URL's bodySHA256.
+		{"twilio", "tok", provider.Options{Secrets: []string{"tok"}}, "http://127.0.0.1:1/twilio", true, `{"CallSid":"CA1","CallStatus":"ringing"}`, `{"CallSid":"CA1"`, true},
 	}
-	if names := hookinboxtest.Names(); len(names) != len(tests) {
-		t.Fatalf("%d cases for the %d schemes %v", len(tests), len(names), names)
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.provider] = true
+	}
+	for _, name := range hookinboxtest.Names() {
+		if !covered[name] {
+			t.Errorf("no case for the scheme %s", name)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
 			t.Parallel()
 
-			got, err := signAndVerify(tt.provider, tt.secret, tt.verifier, tt.url, []byte(tt.body), nil)
+			url := func(body string) string {
+				if tt.jsonURL {
+					return hookinboxtest.TwilioJSONURL(tt.url, []byte(body))
+				}
+				return tt.url
+			}
+			got, err := signAndVerify(tt.provider, tt.secret, tt.verifier, url(tt.body), []byte(tt.body), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +195,7 @@ func TestVerified_BodyIsJSONOnlyOfJSON(t *testing.T) {
 			if tt.notJSON == "" {
 				return // Twilio's forms are given as the JSON of their parameters
 			}
-			got, err = signAndVerify(tt.provider, tt.secret, tt.verifier, tt.url, []byte(tt.notJSON), nil)
+			got, err = signAndVerify(tt.provider, tt.secret, tt.verifier, url(tt.notJSON), []byte(tt.notJSON), nil)
 			if err := bodyIsJSONHolds(got, err); err != nil {
 				t.Error(err)
 			}
@@ -200,5 +219,43 @@ func TestBrokenClaimsJSON_Caught(t *testing.T) {
 	}
 	if err := bodyIsJSONHolds(signAndVerify("shopify", "sh", opts, "", []byte("id=1"), claimsJSON{v})); err == nil {
 		t.Fatal("the broken verifier's claim was not caught")
+	}
+}
+
+// TestVerified_BodyIsJSONOfEachBatchItem: SendGrid's batches give each event its own
+// JSON as Body, checked, and a batch with an item that is not an object is refused.
+func TestVerified_BodyIsJSONOfEachBatchItem(t *testing.T) {
+	t.Parallel()
+
+	public, err := hookinboxtest.SendGridPublicKey(sendgridTestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := provider.New("sendgrid", provider.Options{PublicKeys: []string{public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := hookinboxtest.SignerFor("sendgrid", []string{privateKeys()["sendgrid"]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(body string) ([]provider.Verified, error) {
+		h, err := s.Sign([]byte(body), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(provider.BatchVerifier).VerifyBatch(h, []byte(body))
+	}
+	items, err := verify(`[{"event":"open","sg_event_id":"a"}, {"event":"click","sg_event_id":"b","url":"x"}]`)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("VerifyBatch = %d items, %v", len(items), err)
+	}
+	for _, item := range items {
+		if !item.BodyIsJSON || !json.Valid(item.Body) || item.Body[0] != '{' {
+			t.Errorf("item %s: BodyIsJSON %v of %q, want true of its own object", item.ID, item.BodyIsJSON, item.Body)
+		}
+	}
+	if items, err := verify(`[{"event":"open","sg_event_id":"a"}, 1]`); err == nil {
+		t.Errorf("a batch with an item that is not an object verified: %+v", items)
 	}
 }

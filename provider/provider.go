@@ -93,9 +93,9 @@ type Verified struct {
 	// has none.
 	Timestamp time.Time
 	// BodyIsJSON reports that the verifier found Body to be valid JSON, as every scheme
-	// that reads the event's id or type from the body does: a receiver need not check
-	// it again. False says nothing either way (Shopify's id and type come from
-	// headers).
+	// whose verifier parses the body does: a receiver need not check it again. False
+	// says nothing either way (Shopify's verifier, and hmac's with the id and type in
+	// headers, do not parse the body). A wrapper that changes Body must clear it.
 	BodyIsJSON bool
 }
 
