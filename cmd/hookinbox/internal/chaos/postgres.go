@@ -3,7 +3,9 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -29,9 +31,10 @@ type Postgres struct {
 	// immediate stop and then kills it with the server. Under synchronous_commit=off
 	// the commits acknowledged in that time are then all still in PostgreSQL's WAL
 	// buffers when it stops, as a power loss finds the commits whose WAL the OS had not
-	// yet written. Without it an immediate stop loses only those of the last, partial
-	// WAL page (the WAL writer writes the rest within milliseconds), which a stop
-	// between two bursts of traffic may not hold.
+	// yet written. Without it an immediate stop loses only what the WAL writer has not
+	// written yet: the completed WAL pages it is woken for within milliseconds, and the
+	// last, partial page it writes every wal_writer_delay; a stop between two bursts of
+	// traffic may find nothing there.
 	HoldWALWriter time.Duration
 
 	bindir        string
@@ -98,33 +101,43 @@ func (p *Postgres) Start(ctx context.Context) error {
 // StopImmediate stops the server the way a crash does: every backend exits at once,
 // nothing is flushed or checkpointed, and the next start runs crash recovery.
 func (p *Postgres) StopImmediate(ctx context.Context) error {
-	if p.heldWALWriter != 0 {
-		pid := p.heldWALWriter
-		p.heldWALWriter = 0
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("error killing the WAL writer (pid %d): %w", pid, err)
-		}
+	if p.heldWALWriter == 0 {
+		return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "immediate", "-w", "stop")
 	}
-	return p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "immediate", "-w", "stop")
+	// The postmaster is told first, so that the WAL writer's death is part of its
+	// shutdown, not a crash it would restart from; the held WAL writer cannot answer
+	// its SIGQUIT, so it is killed, and the postmaster then exits.
+	pid := p.heldWALWriter
+	p.heldWALWriter = 0
+	if err := p.run(ctx, "pg_ctl", "-D", p.data(), "-m", "immediate", "-W", "stop"); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("error killing the WAL writer (pid %d): %w", pid, err)
+	}
+	pidFile := filepath.Join(p.data(), "postmaster.pid")
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(pidFile); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL still running a minute after its immediate stop (%s)", pidFile)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // HoldWAL stops the WAL writer (SIGSTOP) for Postgres.HoldWALWriter, before an
-// immediate stop; it does nothing when that is zero. StopImmediate then kills it: the
-// postmaster takes that for a crash and ends every backend at once, the WAL buffers
-// unwritten, and the immediate stop ends the postmaster before it restarts.
+// immediate stop; it does nothing when that is zero. StopImmediate then kills it
+// with the server, the WAL buffers unwritten.
 func (p *Postgres) HoldWAL(ctx context.Context) error {
 	if p.HoldWALWriter <= 0 {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	pid, err := p.walWriter(ctx)
 	if err != nil {
 		return err
-	}
-	var pid int
-	err = conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'`).Scan(&pid)
-	conn.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("error finding the WAL writer: %w", err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("error holding the WAL writer (pid %d): %w", pid, err)
@@ -132,6 +145,32 @@ func (p *Postgres) HoldWAL(ctx context.Context) error {
 	p.heldWALWriter = pid
 	time.Sleep(p.HoldWALWriter)
 	return nil
+}
+
+// walWriter returns the WAL writer's pid. Just after a start (crash recovery) the
+// server may not accept connections or list its WAL writer yet: it is asked again
+// for up to 30 seconds.
+func (p *Postgres) walWriter(ctx context.Context) (int, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pid, err := func() (int, error) {
+			conn, err := pgx.Connect(ctx, p.URL("postgres"))
+			if err != nil {
+				return 0, err
+			}
+			defer conn.Close(ctx)
+			var pid int
+			err = conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'`).Scan(&pid)
+			return pid, err
+		}()
+		if err == nil {
+			return pid, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("error finding the WAL writer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Stop stops the server cleanly.

@@ -169,9 +169,10 @@ func run() int {
 		pg.Settings = append(pg.Settings, "synchronous_commit=on")
 	case "async-commit":
 		// A commit is acknowledged before its WAL is written; an immediate stop loses
-		// the last ones. The WAL writer writes each WAL page within milliseconds, so a
-		// stop alone loses a few commits at most, or none between two bursts; held for
-		// a second before each stop, it leaves every commit of that second unwritten.
+		// what the WAL writer has not written: the last, partial WAL page (written every
+		// wal_writer_delay; completed pages within milliseconds), a few commits or none
+		// between two bursts. Held for a second before each stop, it leaves every commit
+		// of that second unwritten.
 		pg.Settings = append(pg.Settings, "synchronous_commit=off", "wal_writer_delay=10s")
 		pg.HoldWALWriter = time.Second
 	case "recheck", "lease":
